@@ -1,0 +1,181 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tpe.h - libtpe, a thread-pool executor for C (POSIX threads).
+ *
+ * This is the only installed header of the library. Anything it does not
+ * declare is internal and unsupported. Every function here is documented in
+ * its own manual page; tpe(7) is the overview (policies, lifecycle,
+ * ownership, memory ordering, fork, thread safety).
+ *
+ * Conventions (all functions):
+ *   - return 0 or a positive errno value, like pthreads; never -1 + errno;
+ *   - a call that fails ran nothing and kept nothing: the caller still owns
+ *     the task's argument;
+ *   - timeouts are int64_t nanoseconds, relative, on CLOCK_MONOTONIC:
+ *     negative waits forever, 0 polls.
+ */
+#ifndef TPE_H
+#define TPE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__) && __GNUC__ >= 4
+#define TPE_API __attribute__((visibility("default")))
+#else
+#define TPE_API
+#endif
+
+#define TPE_VERSION_MAJOR 0
+#define TPE_VERSION_MINOR 1
+#define TPE_VERSION_PATCH 0
+#define TPE_VERSION_HEX \
+	((TPE_VERSION_MAJOR << 16) | (TPE_VERSION_MINOR << 8) | TPE_VERSION_PATCH)
+
+/* Opaque handles. */
+typedef struct tpe tpe_t;
+typedef struct tpe_attr tpe_attr_t;
+typedef struct tpe_future tpe_future_t;
+
+/* A task: runs once on a pool thread with the argument it was given. */
+typedef void (*tpe_fn)(void *arg);
+
+/* A callable for tpe_submit: its return value is the future's result. */
+typedef void *(*tpe_call_fn)(void *arg);
+
+/*
+ * Receives a task that was accepted and will never run (discard policies,
+ * tpe_shutdown_now, cancelled futures leaving the queue), so that its
+ * argument can be freed or the task run elsewhere. For a task that came
+ * from tpe_submit, fn is NULL, arg is the callable's argument, and the
+ * future has already been cancelled.
+ */
+typedef void (*tpe_handback_fn)(tpe_fn fn, void *arg, void *ctx);
+
+/*
+ * A custom rejection handler. Return 0 when the handler took the task
+ * (ran it, stored it, freed it): the submitting call then returns 0.
+ * Return a positive errno value to refuse it: the submitting call returns
+ * that value and the caller keeps the argument. For a tpe_submit task,
+ * fn/arg is an internal pair that runs the callable and completes the
+ * future when called as fn(arg); a handler that returns 0 must call it
+ * exactly once.
+ */
+typedef int (*tpe_reject_fn)(tpe_t *pool, tpe_fn fn, void *arg, void *ctx);
+
+/* Task hooks: run on the worker thread just before / after each task. For
+ * a tpe_submit task, fn is NULL and arg is the callable's argument. */
+typedef void (*tpe_task_hook_fn)(tpe_t *pool, tpe_fn fn, void *arg, void *ctx);
+
+/* Thread hooks (start / exit of each worker) and the terminated hook. */
+typedef void (*tpe_pool_hook_fn)(tpe_t *pool, void *ctx);
+
+enum tpe_queue_kind {
+	TPE_QUEUE_UNBOUNDED = 0, /* linked FIFO, no bound; capacity must be 0 */
+	TPE_QUEUE_BOUNDED = 1,   /* array FIFO; capacity > 0 */
+	TPE_QUEUE_HANDOFF = 2    /* synchronous hand-off; capacity must be 0 */
+};
+
+enum tpe_policy {
+	TPE_POLICY_QUEUE_FIRST = 0, /* Java: core, then queue, then max */
+	TPE_POLICY_SCALE_FIRST = 1  /* core, then idle worker, then max, then queue */
+};
+
+enum tpe_rejection {
+	TPE_REJECT_ABORT = 0,        /* refuse: EAGAIN, the caller keeps the task */
+	TPE_REJECT_CALLER_RUNS = 1,  /* run the task in the submitting thread */
+	TPE_REJECT_DISCARD = 2,      /* drop the task (to the discard callback) */
+	TPE_REJECT_DISCARD_OLDEST = 3 /* drop the queue's head, queue the task */
+};
+
+/*
+ * Statistics snapshot, taken under the pool's lock. This struct only ever
+ * grows at its end.
+ */
+struct tpe_stats {
+	size_t pool_size;         /* live worker threads */
+	size_t core_size;         /* configured core size */
+	size_t max_size;          /* configured maximum size */
+	size_t active;            /* workers running (or about to run) a task */
+	size_t idle;              /* workers waiting for a task */
+	size_t largest_pool_size; /* the most worker threads ever alive at once */
+	size_t queued;            /* tasks waiting in the queue */
+	size_t reserved;          /* idle reserved threads (0 until reserved threads exist) */
+	uint64_t submitted;       /* tasks accepted by the pool (queued or given to a worker) */
+	uint64_t completed;       /* tasks the workers finished */
+	uint64_t rejected;        /* submissions that reached the rejection policy */
+};
+
+/* ---- version ---------------------------------------------------------- */
+
+TPE_API const char *tpe_version(void);
+
+/* ---- attributes ------------------------------------------------------- */
+
+TPE_API int tpe_attr_create(tpe_attr_t **attr);
+TPE_API void tpe_attr_destroy(tpe_attr_t *attr);
+TPE_API int tpe_attr_set_pool_size(tpe_attr_t *attr, size_t core, size_t max);
+TPE_API int tpe_attr_set_keep_alive(tpe_attr_t *attr, int64_t keep_alive_ns);
+TPE_API int tpe_attr_set_allow_core_timeout(tpe_attr_t *attr, bool allow);
+TPE_API int tpe_attr_set_queue(tpe_attr_t *attr, enum tpe_queue_kind kind,
+    size_t capacity);
+TPE_API int tpe_attr_set_policy(tpe_attr_t *attr, enum tpe_policy policy);
+TPE_API int tpe_attr_set_rejection(tpe_attr_t *attr, enum tpe_rejection rejection);
+TPE_API int tpe_attr_set_rejection_handler(tpe_attr_t *attr, tpe_reject_fn fn,
+    void *ctx);
+TPE_API int tpe_attr_set_thread_name(tpe_attr_t *attr, const char *prefix);
+TPE_API int tpe_attr_set_stack_size(tpe_attr_t *attr, size_t bytes);
+TPE_API int tpe_attr_set_pthread_attr(tpe_attr_t *attr,
+    const pthread_attr_t *pattr);
+TPE_API int tpe_attr_set_task_hooks(tpe_attr_t *attr, tpe_task_hook_fn before,
+    tpe_task_hook_fn after, void *ctx);
+TPE_API int tpe_attr_set_thread_hooks(tpe_attr_t *attr, tpe_pool_hook_fn on_start,
+    tpe_pool_hook_fn on_exit, void *ctx);
+TPE_API int tpe_attr_set_terminated_hook(tpe_attr_t *attr, tpe_pool_hook_fn fn,
+    void *ctx);
+TPE_API int tpe_attr_set_discard_callback(tpe_attr_t *attr, tpe_handback_fn fn,
+    void *ctx);
+
+/* ---- the pool --------------------------------------------------------- */
+
+TPE_API int tpe_create(tpe_t **pool, const tpe_attr_t *attr);
+TPE_API int tpe_execute(tpe_t *pool, tpe_fn fn, void *arg);
+TPE_API int tpe_submit(tpe_t *pool, tpe_call_fn fn, void *arg,
+    tpe_future_t **future);
+TPE_API int tpe_shutdown(tpe_t *pool);
+TPE_API int tpe_shutdown_now(tpe_t *pool, tpe_handback_fn drained, void *ctx);
+TPE_API int tpe_await_termination(tpe_t *pool, int64_t timeout_ns);
+TPE_API int tpe_destroy(tpe_t *pool);
+TPE_API bool tpe_is_shutdown(const tpe_t *pool);
+TPE_API bool tpe_is_terminated(const tpe_t *pool);
+TPE_API int tpe_pause(tpe_t *pool);
+TPE_API int tpe_resume(tpe_t *pool);
+TPE_API int tpe_wait_idle(tpe_t *pool, int64_t timeout_ns);
+TPE_API int tpe_set_pool_size(tpe_t *pool, size_t core, size_t max);
+TPE_API int tpe_set_keep_alive(tpe_t *pool, int64_t keep_alive_ns);
+TPE_API int tpe_set_allow_core_timeout(tpe_t *pool, bool allow);
+TPE_API int tpe_prestart_core_threads(tpe_t *pool, size_t *started);
+TPE_API int tpe_remove(tpe_t *pool, tpe_fn fn, void *arg);
+TPE_API int tpe_purge(tpe_t *pool, size_t *purged);
+TPE_API int tpe_get_stats(const tpe_t *pool, struct tpe_stats *stats);
+
+/* ---- futures ---------------------------------------------------------- */
+
+TPE_API int tpe_future_get(tpe_future_t *future, int64_t timeout_ns,
+    void **result);
+TPE_API int tpe_future_cancel(tpe_future_t *future);
+TPE_API bool tpe_future_is_done(const tpe_future_t *future);
+TPE_API bool tpe_future_is_cancelled(const tpe_future_t *future);
+TPE_API void tpe_future_release(tpe_future_t *future);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TPE_H */

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * future.h - the result of a tpe_submit task.
+ *
+ * Design notes
+ * ------------
+ * States: NEW -> RUNNING -> DONE, or NEW -> CANCELLED. Every transition
+ * happens once, under f->lock, and broadcasts f->cond; a waiter re-checks
+ * the state under the same lock, so all effects of the callable (which ran
+ * before the DONE transition) happen-before tpe_future_get returns 0.
+ *
+ * References: the submitter's and the pool's (refs starts at 2). The pool
+ * drops its reference after running or disposing of the task, so the
+ * submitter may release first. refs is atomic so that release never takes
+ * f->lock (it is also what the child of a fork may call).
+ */
+#ifndef TPE_FUTURE_H
+#define TPE_FUTURE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "tpe.h"
+
+enum tpe__future_state {
+	TPE__F_NEW,
+	TPE__F_RUNNING,
+	TPE__F_DONE,
+	TPE__F_CANCELLED
+};
+
+struct tpe_future {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int state;        /* L: f->lock for writes; A: read by is_done */
+	void *result;     /* L: written once, before state = DONE */
+	tpe_call_fn fn;   /* I */
+	void *arg;        /* I */
+	unsigned refs;    /* A: atomic */
+};
+
+/* A new future with two references (the caller's and the pool's). */
+int tpe__future_create(struct tpe_future **f, tpe_call_fn fn, void *arg);
+void tpe__future_unref(struct tpe_future *f);
+
+/* Runs the callable unless the future was cancelled; true if it ran. */
+bool tpe__future_run(struct tpe_future *f);
+
+/* NEW -> CANCELLED; true if this call (or an earlier one) cancelled it. */
+bool tpe__future_cancel(struct tpe_future *f);
+
+#endif /* TPE_FUTURE_H */

@@ -1,0 +1,834 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pool.c - the pool: tpe_execute's three steps, lifecycle (shutdown,
+ * termination), sizing, maintenance and statistics. See pool.h for the
+ * design notes, the lock legend and the invariants.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "future.h"
+#include "policy.h"
+#include "pool.h"
+#include "registry.h"
+#include "rejection.h"
+#include "sync.h"
+#include "worker.h"
+
+__thread tpe_t *tpe__tls_worker_pool;
+__thread tpe_t *tpe__tls_hook_pool;
+
+static int
+load_state(const tpe_t *pool)
+{
+	/* Pairs with set_state_locked(). */
+	return __atomic_load_n(&pool->state, __ATOMIC_ACQUIRE);
+}
+
+static void
+set_state_locked(tpe_t *pool, int state)
+{
+	__atomic_store_n(&pool->state, state, __ATOMIC_RELEASE);
+}
+
+/* Idle workers re-check state and configuration (Java's interruptIdleWorkers). */
+static void
+wake_workers_locked(tpe_t *pool)
+{
+	pool->config_gen++;
+	tpe__cond_broadcast(&pool->work_cond);
+}
+
+static void
+notify_idle_locked(tpe_t *pool)
+{
+	if (pool->idle_waiters > 0 && pool->active == 0 &&
+	    tpe__queue_is_empty(pool->queue))
+		tpe__cond_broadcast(&pool->idle_cond);
+}
+
+/* ---- task nodes ------------------------------------------------------- */
+
+void
+tpe__task_free(struct tpe__task *t)
+{
+	free(t);
+}
+
+void
+tpe__task_hand_back(struct tpe__task *t, tpe_handback_fn cb, void *ctx)
+{
+	struct tpe_future *f = t->future;
+
+	if (f != NULL) {
+		tpe__future_cancel(f);
+		if (cb != NULL)
+			cb(NULL, f->arg, ctx);
+		tpe__future_unref(f);
+	} else if (cb != NULL) {
+		cb(t->fn, t->arg, ctx);
+	}
+	free(t);
+}
+
+void
+tpe__pool_discard(tpe_t *pool, struct tpe__task *t)
+{
+	tpe__task_hand_back(t, pool->attr.discard, pool->attr.discard_ctx);
+}
+
+void
+tpe__task_run_inline(struct tpe__task *t)
+{
+	if (t->future != NULL) {
+		tpe__future_run(t->future);
+		tpe__future_unref(t->future);
+	} else {
+		t->fn(t->arg);
+	}
+	free(t);
+}
+
+static void
+hand_back_list(struct tpe__task_list *l, tpe_handback_fn cb, void *ctx)
+{
+	struct tpe__task *t;
+
+	while ((t = tpe__task_list_pop(l)) != NULL)
+		tpe__task_hand_back(t, cb, ctx);
+}
+
+static bool
+match_all(const struct tpe__task *t, void *ctx)
+{
+	(void)t;
+	(void)ctx;
+	return true;
+}
+
+/* ---- termination ------------------------------------------------------ */
+
+bool
+tpe__pool_try_terminate_locked(tpe_t *pool)
+{
+	if (pool->state == TPE__RUNNING || pool->state >= TPE__TIDYING)
+		return false;
+	if (pool->state == TPE__SHUTDOWN && !tpe__queue_is_empty(pool->queue))
+		return false;
+	if (pool->nthreads != 0 || pool->handing_back != 0) {
+		/* Idle workers must see the new state and leave. */
+		tpe__cond_broadcast(&pool->work_cond);
+		return false;
+	}
+	set_state_locked(pool, TPE__TIDYING);
+	return true;
+}
+
+void
+tpe__pool_finish_termination(tpe_t *pool)
+{
+	tpe_t *outer = tpe__tls_hook_pool;
+
+	if (pool->attr.terminated != NULL) {
+		tpe__tls_hook_pool = pool;
+		pool->attr.terminated(pool, pool->attr.terminated_ctx);
+		tpe__tls_hook_pool = outer;
+	}
+	tpe__mutex_lock(&pool->lock);
+	set_state_locked(pool, TPE__TERMINATED);
+	tpe__cond_broadcast(&pool->term_cond);
+	tpe__cond_broadcast(&pool->idle_cond);
+	tpe__mutex_unlock(&pool->lock);
+}
+
+/* Unlocks, then finishes termination if this thread entered TIDYING. */
+static void
+unlock_and_terminate(tpe_t *pool)
+{
+	bool terminate = tpe__pool_try_terminate_locked(pool);
+
+	tpe__mutex_unlock(&pool->lock);
+	if (terminate)
+		tpe__pool_finish_termination(pool);
+}
+
+/* ---- creation --------------------------------------------------------- */
+
+int
+tpe_create(tpe_t **poolp, const tpe_attr_t *attr)
+{
+	struct tpe__policy_setup setup;
+	tpe_t *pool;
+	int rc;
+
+	if (poolp == NULL)
+		return EINVAL;
+	pool = calloc(1, sizeof(*pool));
+	if (pool == NULL)
+		return ENOMEM;
+	if (attr != NULL)
+		pool->attr = *attr;
+	else
+		tpe__attr_defaults(&pool->attr);
+	rc = tpe__attr_validate(&pool->attr);
+	if (rc == 0)
+		rc = tpe__policy_install(&pool->attr, &setup);
+	if (rc != 0) {
+		free(pool);
+		return rc;
+	}
+	pool->queue = setup.queue;
+	pool->reject = setup.reject;
+	pool->reject_ctx = setup.reject_ctx;
+	pool->policy_state = setup.state;
+	pool->policy_free = setup.state_free;
+	pool->core = pool->attr.core;
+	pool->max = pool->attr.max;
+	pool->keep_alive_ns = pool->attr.keep_alive_ns;
+	pool->allow_core_timeout = pool->attr.allow_core_timeout;
+	pool->state = TPE__RUNNING;
+	tpe__mutex_init(&pool->lock);
+	tpe__cond_init(&pool->work_cond);
+	tpe__cond_init(&pool->idle_cond);
+	tpe__cond_init(&pool->term_cond);
+	tpe__registry_add(pool);
+	*poolp = pool;
+	return 0;
+}
+
+/* ---- execute ---------------------------------------------------------- */
+
+/*
+ * After an offer succeeded: count it, and make sure some worker will take
+ * it. Returns with pool->lock held; 0, or the start error when no worker is
+ * alive and t could be taken back out of the queue (then the caller keeps t).
+ */
+static int
+accepted_locked(tpe_t *pool, struct tpe__task *t, bool *signal)
+{
+	struct tpe__task_list out;
+	int rc;
+
+	pool->submitted++;
+	*signal = pool->queue->takers > 0;
+	if (pool->wc > 0 || pool->paused)
+		return 0;
+	/* Java's re-check: no worker alive, start one for the queue. */
+	rc = tpe__worker_start_locked(pool, NULL);
+	if (rc == 0 || pool->wc > 0)
+		return 0;
+	/* Samba's rule: nobody can run it, so do not keep it. */
+	tpe__task_list_init(&out);
+	if (pool->queue->ops->remove_if(pool->queue,
+	    tpe__task_is, t, 1, &out) == 0)
+		return 0; /* already taken (or handed back by shutdown_now) */
+	pool->submitted--;
+	notify_idle_locked(pool);
+	return rc;
+}
+
+int
+tpe__pool_offer(tpe_t *pool, struct tpe__task *t,
+    int (*offer)(struct tpe__queue *q, struct tpe__task *t))
+{
+	bool signal = false;
+	int rc;
+
+	tpe__mutex_lock(&pool->lock);
+	if (pool->state != TPE__RUNNING)
+		rc = ECANCELED;
+	else if ((rc = offer(pool->queue, t)) == 0)
+		rc = accepted_locked(pool, t, &signal);
+	tpe__mutex_unlock(&pool->lock);
+	if (signal)
+		tpe__cond_signal(&pool->work_cond);
+	return rc;
+}
+
+int
+tpe__pool_replace_oldest(tpe_t *pool, struct tpe__task *t,
+    struct tpe__task **victim)
+{
+	struct tpe__queue *q = pool->queue;
+	bool signal = false;
+	int rc;
+
+	*victim = NULL;
+	tpe__mutex_lock(&pool->lock);
+	if (pool->state != TPE__RUNNING) {
+		rc = ECANCELED;
+	} else if ((*victim = q->ops->poll(q)) == NULL) {
+		rc = EAGAIN;
+	} else if ((rc = q->ops->offer(q, t)) == 0) {
+		rc = accepted_locked(pool, t, &signal);
+	}
+	tpe__mutex_unlock(&pool->lock);
+	if (signal)
+		tpe__cond_signal(&pool->work_cond);
+	return rc;
+}
+
+void
+tpe__pool_count_rejected(tpe_t *pool)
+{
+	tpe__mutex_lock(&pool->lock);
+	pool->rejected++;
+	tpe__mutex_unlock(&pool->lock);
+}
+
+/*
+ * Java's execute(): 1. below core, a new worker for t; 2. the queue;
+ * 3. below max, a new worker for t; 4. the rejection policy. Everything is
+ * decided under pool->lock, so the shutdown re-check of Java's step 2 is
+ * the state test made before the offer under the same lock.
+ * 0: the pool (or the policy) took t; else the caller keeps t.
+ */
+static int
+dispatch(tpe_t *pool, struct tpe__task *t)
+{
+	struct tpe__queue *q = pool->queue;
+	bool signal = false;
+	int rc;
+
+	tpe__mutex_lock(&pool->lock);
+	if (pool->state != TPE__RUNNING) {
+		tpe__mutex_unlock(&pool->lock);
+		return ECANCELED;
+	}
+	if (!pool->paused && pool->wc < pool->core) {
+		if (tpe__worker_start_locked(pool, t) == 0) {
+			pool->submitted++;
+			tpe__mutex_unlock(&pool->lock);
+			return 0;
+		}
+		/* Start failed: fall through with fresh state. */
+		if (pool->state != TPE__RUNNING) {
+			tpe__mutex_unlock(&pool->lock);
+			return ECANCELED;
+		}
+	}
+	if (q->ops->offer(q, t) == 0) {
+		rc = accepted_locked(pool, t, &signal);
+		tpe__mutex_unlock(&pool->lock);
+		if (signal)
+			tpe__cond_signal(&pool->work_cond);
+		return rc;
+	}
+	if (!pool->paused && pool->wc < pool->max) {
+		if (tpe__worker_start_locked(pool, t) == 0) {
+			pool->submitted++;
+			tpe__mutex_unlock(&pool->lock);
+			return 0;
+		}
+		if (pool->state != TPE__RUNNING) {
+			tpe__mutex_unlock(&pool->lock);
+			return ECANCELED;
+		}
+	}
+	tpe__mutex_unlock(&pool->lock);
+	return pool->reject(pool, t, pool->reject_ctx);
+}
+
+static struct tpe__task *
+task_new(tpe_fn fn, void *arg, struct tpe_future *f)
+{
+	struct tpe__task *t = malloc(sizeof(*t));
+
+	if (t != NULL) {
+		t->next = NULL;
+		t->fn = fn;
+		t->arg = arg;
+		t->future = f;
+	}
+	return t;
+}
+
+int
+tpe_execute(tpe_t *pool, tpe_fn fn, void *arg)
+{
+	struct tpe__task *t;
+	int rc;
+
+	if (pool == NULL || fn == NULL)
+		return EINVAL;
+	t = task_new(fn, arg, NULL);
+	if (t == NULL)
+		return ENOMEM;
+	rc = dispatch(pool, t);
+	if (rc != 0)
+		tpe__task_free(t);
+	return rc;
+}
+
+int
+tpe_submit(tpe_t *pool, tpe_call_fn fn, void *arg, tpe_future_t **future)
+{
+	struct tpe_future *f;
+	struct tpe__task *t;
+	int rc;
+
+	if (pool == NULL || fn == NULL || future == NULL)
+		return EINVAL;
+	rc = tpe__future_create(&f, fn, arg);
+	if (rc != 0)
+		return rc;
+	t = task_new(NULL, arg, f);
+	if (t == NULL) {
+		tpe__future_unref(f);
+		tpe__future_unref(f);
+		return ENOMEM;
+	}
+	rc = dispatch(pool, t);
+	if (rc != 0) {
+		tpe__task_free(t);
+		tpe__future_unref(f);
+		tpe__future_unref(f);
+		return rc;
+	}
+	*future = f;
+	return 0;
+}
+
+/* ---- lifecycle -------------------------------------------------------- */
+
+/*
+ * The queue holds tasks but no worker is alive to run them (a paused pool
+ * that never started one, or thread creation failing): start one. Called
+ * and returns with the lock held; 0 or the start error.
+ */
+static int
+ensure_worker_locked(tpe_t *pool)
+{
+	if (pool->wc > 0 || pool->paused || pool->state >= TPE__STOP ||
+	    tpe__queue_is_empty(pool->queue))
+		return 0;
+	return tpe__worker_start_locked(pool, NULL);
+}
+
+int
+tpe_shutdown(tpe_t *pool)
+{
+	struct tpe__task_list orphans;
+
+	if (pool == NULL)
+		return EINVAL;
+	tpe__task_list_init(&orphans);
+	tpe__mutex_lock(&pool->lock);
+	if (pool->state == TPE__RUNNING) {
+		set_state_locked(pool, TPE__SHUTDOWN);
+		pool->paused = false;
+		wake_workers_locked(pool);
+	}
+	if (ensure_worker_locked(pool) != 0 && pool->wc == 0) {
+		/* Nobody can drain the queue: hand its tasks back. */
+		pool->queue->ops->remove_if(pool->queue, match_all, NULL,
+		    SIZE_MAX, &orphans);
+	}
+	if (orphans.count > 0) {
+		tpe_handback_fn cb = pool->attr.discard;
+		void *ctx = pool->attr.discard_ctx;
+
+		pool->handing_back++;
+		tpe__mutex_unlock(&pool->lock);
+		hand_back_list(&orphans, cb, ctx);
+		tpe__mutex_lock(&pool->lock);
+		pool->handing_back--;
+	}
+	unlock_and_terminate(pool);
+	return 0;
+}
+
+int
+tpe_shutdown_now(tpe_t *pool, tpe_handback_fn drained, void *ctx)
+{
+	struct tpe__task_list out;
+
+	if (pool == NULL)
+		return EINVAL;
+	if (drained == NULL) {
+		drained = pool->attr.discard;
+		ctx = pool->attr.discard_ctx;
+	}
+	tpe__task_list_init(&out);
+	tpe__mutex_lock(&pool->lock);
+	if (pool->state < TPE__STOP) {
+		set_state_locked(pool, TPE__STOP);
+		pool->paused = false;
+		wake_workers_locked(pool);
+	}
+	pool->queue->ops->remove_if(pool->queue, match_all, NULL, SIZE_MAX,
+	    &out);
+	if (out.count > 0) {
+		/* Termination waits until every task is handed back. */
+		pool->handing_back++;
+		notify_idle_locked(pool);
+		tpe__mutex_unlock(&pool->lock);
+		hand_back_list(&out, drained, ctx);
+		tpe__mutex_lock(&pool->lock);
+		pool->handing_back--;
+	}
+	unlock_and_terminate(pool);
+	return 0;
+}
+
+static bool
+waits_on_itself(const tpe_t *pool)
+{
+	return tpe__tls_worker_pool == pool || tpe__tls_hook_pool == pool;
+}
+
+int
+tpe_await_termination(tpe_t *pool, int64_t timeout_ns)
+{
+	int64_t deadline;
+	int rc = 0;
+
+	if (pool == NULL)
+		return EINVAL;
+	if (timeout_ns != 0 && waits_on_itself(pool) &&
+	    load_state(pool) != TPE__TERMINATED)
+		return EDEADLK;
+	deadline = tpe__deadline(timeout_ns);
+	tpe__mutex_lock(&pool->lock);
+	while (pool->state != TPE__TERMINATED) {
+		if (timeout_ns == 0 || rc == ETIMEDOUT) {
+			rc = ETIMEDOUT;
+			break;
+		}
+		rc = tpe__cond_wait_until(&pool->term_cond, &pool->lock,
+		    deadline);
+	}
+	if (pool->state == TPE__TERMINATED)
+		rc = 0;
+	tpe__mutex_unlock(&pool->lock);
+	return rc;
+}
+
+int
+tpe_destroy(tpe_t *pool)
+{
+	if (pool == NULL)
+		return EINVAL;
+	if (waits_on_itself(pool))
+		return EDEADLK;
+	tpe_shutdown(pool);
+	tpe_await_termination(pool, -1);
+	tpe__registry_remove(pool);
+	tpe__worker_reap(pool);
+	pool->queue->ops->destroy(pool->queue);
+	if (pool->policy_free != NULL)
+		pool->policy_free(pool->policy_state);
+	tpe__cond_destroy(&pool->term_cond);
+	tpe__cond_destroy(&pool->idle_cond);
+	tpe__cond_destroy(&pool->work_cond);
+	tpe__mutex_destroy(&pool->lock);
+	free(pool);
+	return 0;
+}
+
+bool
+tpe_is_shutdown(const tpe_t *pool)
+{
+	return pool != NULL && load_state(pool) >= TPE__SHUTDOWN;
+}
+
+bool
+tpe_is_terminated(const tpe_t *pool)
+{
+	return pool != NULL && load_state(pool) == TPE__TERMINATED;
+}
+
+/* Starts up to `want` workers for queued tasks, below `limit`. L held. */
+static int
+start_for_queue_locked(tpe_t *pool, size_t limit)
+{
+	int rc = 0;
+
+	while (rc == 0 && pool->state == TPE__RUNNING && !pool->paused &&
+	    pool->wc < limit &&
+	    pool->queue->ops->size(pool->queue) > pool->queue->takers)
+		rc = tpe__worker_start_locked(pool, NULL);
+	if (rc == 0)
+		rc = ensure_worker_locked(pool);
+	return rc;
+}
+
+int
+tpe_pause(tpe_t *pool)
+{
+	int rc = 0;
+
+	if (pool == NULL)
+		return EINVAL;
+	tpe__mutex_lock(&pool->lock);
+	if (pool->state != TPE__RUNNING)
+		rc = ECANCELED;
+	else if (!pool->paused) {
+		pool->paused = true;
+		wake_workers_locked(pool);
+	}
+	tpe__mutex_unlock(&pool->lock);
+	return rc;
+}
+
+int
+tpe_resume(tpe_t *pool)
+{
+	int rc = 0;
+
+	if (pool == NULL)
+		return EINVAL;
+	tpe__mutex_lock(&pool->lock);
+	if (pool->state != TPE__RUNNING) {
+		rc = ECANCELED;
+	} else if (pool->paused) {
+		pool->paused = false;
+		wake_workers_locked(pool);
+		rc = start_for_queue_locked(pool, pool->core);
+		if (rc != 0 && pool->wc > 0)
+			rc = 0;
+	}
+	tpe__mutex_unlock(&pool->lock);
+	return rc;
+}
+
+int
+tpe_wait_idle(tpe_t *pool, int64_t timeout_ns)
+{
+	int64_t deadline;
+	int rc = 0;
+
+	if (pool == NULL)
+		return EINVAL;
+	if (tpe__tls_worker_pool == pool)
+		return EDEADLK;
+	deadline = tpe__deadline(timeout_ns);
+	tpe__mutex_lock(&pool->lock);
+	pool->idle_waiters++;
+	while (pool->active != 0 || !tpe__queue_is_empty(pool->queue)) {
+		if (timeout_ns == 0 || rc == ETIMEDOUT) {
+			rc = ETIMEDOUT;
+			break;
+		}
+		rc = tpe__cond_wait_until(&pool->idle_cond, &pool->lock,
+		    deadline);
+	}
+	if (pool->active == 0 && tpe__queue_is_empty(pool->queue))
+		rc = 0;
+	pool->idle_waiters--;
+	tpe__mutex_unlock(&pool->lock);
+	return rc;
+}
+
+/* ---- sizing ----------------------------------------------------------- */
+
+int
+tpe_set_pool_size(tpe_t *pool, size_t core, size_t max)
+{
+	if (pool == NULL || max == 0 || core > max)
+		return EINVAL;
+	tpe__mutex_lock(&pool->lock);
+	pool->core = core;
+	pool->max = max;
+	wake_workers_locked(pool);
+	/* Java's setCorePoolSize: workers for the tasks already queued. */
+	(void)start_for_queue_locked(pool, core);
+	tpe__mutex_unlock(&pool->lock);
+	return 0;
+}
+
+int
+tpe_set_keep_alive(tpe_t *pool, int64_t keep_alive_ns)
+{
+	int rc = 0;
+
+	if (pool == NULL || keep_alive_ns < 0)
+		return EINVAL;
+	tpe__mutex_lock(&pool->lock);
+	if (keep_alive_ns == 0 && pool->allow_core_timeout) {
+		rc = EINVAL;
+	} else {
+		pool->keep_alive_ns = keep_alive_ns;
+		wake_workers_locked(pool);
+	}
+	tpe__mutex_unlock(&pool->lock);
+	return rc;
+}
+
+int
+tpe_set_allow_core_timeout(tpe_t *pool, bool allow)
+{
+	int rc = 0;
+
+	if (pool == NULL)
+		return EINVAL;
+	tpe__mutex_lock(&pool->lock);
+	if (allow && pool->keep_alive_ns == 0) {
+		rc = EINVAL;
+	} else if (allow != pool->allow_core_timeout) {
+		pool->allow_core_timeout = allow;
+		wake_workers_locked(pool);
+	}
+	tpe__mutex_unlock(&pool->lock);
+	return rc;
+}
+
+int
+tpe_prestart_core_threads(tpe_t *pool, size_t *started)
+{
+	size_t n = 0;
+	int rc = 0;
+
+	if (started != NULL)
+		*started = 0;
+	if (pool == NULL)
+		return EINVAL;
+	tpe__mutex_lock(&pool->lock);
+	while (rc == 0 && pool->wc < pool->core) {
+		if (pool->state != TPE__RUNNING)
+			rc = ECANCELED;
+		else if (tpe__worker_start_locked(pool, NULL) != 0)
+			rc = EAGAIN;
+		else
+			n++;
+	}
+	if (rc == 0 && pool->state != TPE__RUNNING && n == 0)
+		rc = ECANCELED;
+	tpe__mutex_unlock(&pool->lock);
+	if (started != NULL)
+		*started = n;
+	return rc;
+}
+
+/* ---- maintenance ------------------------------------------------------ */
+
+struct match_fn_arg {
+	tpe_fn fn;
+	void *arg;
+};
+
+static bool
+match_fn_arg(const struct tpe__task *t, void *ctx)
+{
+	const struct match_fn_arg *m = ctx;
+
+	return t->future == NULL && t->fn == m->fn && t->arg == m->arg;
+}
+
+bool
+tpe__task_is(const struct tpe__task *t, void *ctx)
+{
+	return t == ctx;
+}
+
+static bool
+match_cancelled(const struct tpe__task *t, void *ctx)
+{
+	(void)ctx;
+	return t->future != NULL && tpe_future_is_cancelled(t->future);
+}
+
+int
+tpe_remove(tpe_t *pool, tpe_fn fn, void *arg)
+{
+	struct match_fn_arg m = { fn, arg };
+	struct tpe__task_list out;
+
+	if (pool == NULL || fn == NULL)
+		return EINVAL;
+	tpe__task_list_init(&out);
+	tpe__mutex_lock(&pool->lock);
+	pool->queue->ops->remove_if(pool->queue, match_fn_arg, &m, 1, &out);
+	notify_idle_locked(pool);
+	unlock_and_terminate(pool);
+	if (out.count == 0)
+		return ENOENT;
+	tpe__task_free(tpe__task_list_pop(&out));
+	return 0;
+}
+
+int
+tpe_purge(tpe_t *pool, size_t *purged)
+{
+	struct tpe__task_list out;
+	tpe_handback_fn cb;
+	void *ctx;
+
+	if (purged != NULL)
+		*purged = 0;
+	if (pool == NULL)
+		return EINVAL;
+	cb = pool->attr.discard;
+	ctx = pool->attr.discard_ctx;
+	tpe__task_list_init(&out);
+	tpe__mutex_lock(&pool->lock);
+	pool->queue->ops->remove_if(pool->queue, match_cancelled, NULL,
+	    SIZE_MAX, &out);
+	if (purged != NULL)
+		*purged = out.count;
+	if (out.count > 0) {
+		pool->handing_back++;
+		notify_idle_locked(pool);
+		tpe__mutex_unlock(&pool->lock);
+		hand_back_list(&out, cb, ctx);
+		tpe__mutex_lock(&pool->lock);
+		pool->handing_back--;
+	}
+	unlock_and_terminate(pool);
+	return 0;
+}
+
+int
+tpe_get_stats(const tpe_t *cpool, struct tpe_stats *s)
+{
+	tpe_t *pool = (tpe_t *)cpool; /* the lock is not part of the value */
+	bool ended;
+
+	if (pool == NULL || s == NULL)
+		return EINVAL;
+	memset(s, 0, sizeof(*s));
+	tpe__mutex_lock(&pool->lock);
+	ended = pool->state >= TPE__TIDYING;
+	s->pool_size = ended ? 0 : pool->nthreads;
+	s->core_size = pool->core;
+	s->max_size = pool->max;
+	s->active = ended ? 0 : pool->active;
+	s->idle = ended ? 0 : pool->queue->takers;
+	s->largest_pool_size = pool->largest;
+	s->queued = pool->queue->ops->size(pool->queue);
+	s->reserved = 0;
+	s->submitted = pool->submitted;
+	s->completed = pool->completed;
+	s->rejected = pool->rejected;
+	tpe__mutex_unlock(&pool->lock);
+	return 0;
+}
+
+/* ---- fork ------------------------------------------------------------- */
+
+void
+tpe__pool_atfork_child(tpe_t *pool)
+{
+	struct tpe__task_list out;
+	struct tpe__task *t;
+
+	/* The workers do not exist here; the queued tasks are the parent's. */
+	tpe__task_list_init(&out);
+	pool->queue->ops->remove_if(pool->queue, match_all, NULL, SIZE_MAX,
+	    &out);
+	while ((t = tpe__task_list_pop(&out)) != NULL) {
+		if (t->future != NULL)
+			tpe__future_unref(t->future);
+		free(t);
+	}
+	tpe__worker_forget_all_locked(pool);
+	pool->wc = pool->nthreads = pool->active = 0;
+	pool->queue->takers = 0;
+	pool->idle_waiters = pool->handing_back = 0;
+	pool->paused = false;
+	set_state_locked(pool, TPE__TERMINATED);
+	tpe__cond_init(&pool->work_cond);
+	tpe__cond_init(&pool->idle_cond);
+	tpe__cond_init(&pool->term_cond);
+}

@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pool.h - the pool object (tpe_t) and the internal interface other modules
+ * (worker, rejection, policies, registry) use.
+ *
+ * Design notes
+ * ------------
+ * One mutex, pool->lock, guards every mutable field below and the queue's
+ * contents. It is never held while user code runs (tasks, hooks, handlers,
+ * callbacks) nor while a thread is created or joined, so user code may call
+ * back into the pool.
+ *
+ * Lifecycle (state, monotonic): RUNNING -> SHUTDOWN -> TIDYING -> TERMINATED,
+ * RUNNING|SHUTDOWN -> STOP -> TIDYING. TIDYING is entered by exactly one
+ * thread (tpe__pool_try_terminate_locked returned true), which runs the
+ * terminated hook outside the lock and then sets TERMINATED and wakes the
+ * waiters (tpe__pool_finish_termination).
+ *
+ * Counters:
+ *   wc        workers permitted to run and not yet told to stop (Java's
+ *             workerCount): reserved before a thread is created, released
+ *             when get_task decides the worker exits;
+ *   nthreads  worker threads alive or being created (Java's workers.size());
+ *             termination needs nthreads == 0, so TERMINATED means no worker
+ *             runs any pool code any more except its final unlock/return,
+ *             which tpe_destroy's join waits for;
+ *   active    workers running a task, or created with a first task;
+ *   q->takers workers waiting for a task (idle).
+ *
+ * Invariants (under pool->lock):
+ *   - a task is in the queue only while state < STOP, or while the thread
+ *     that set STOP is draining it;
+ *   - when the queue is non-empty and state is RUNNING or SHUTDOWN and the
+ *     pool is not paused, wc > 0 or the submitting thread is about to start
+ *     a worker (tpe__pool_ensure_worker_locked) or hand the tasks back;
+ *   - a worker exits only after seeing the queue empty (or state >= STOP).
+ *
+ * Lock order: registry lock -> pool->lock -> future->lock.
+ */
+#ifndef TPE_POOL_H
+#define TPE_POOL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "attr.h"
+#include "queue.h"
+#include "task.h"
+#include "tpe.h"
+
+enum tpe__state {
+	TPE__RUNNING,
+	TPE__SHUTDOWN,
+	TPE__STOP,
+	TPE__TIDYING,
+	TPE__TERMINATED
+};
+
+struct tpe__worker;
+
+/* A rejection policy: 0 = it took the task; else an errno, caller keeps it. */
+typedef int (*tpe__reject_fn)(tpe_t *pool, struct tpe__task *t, void *ctx);
+
+/*
+ * Legend: I = set at create, read-only after; L = pool->lock;
+ * A = atomic (written under L, read without); R = registry lock.
+ */
+struct tpe {
+	pthread_mutex_t lock;
+	pthread_cond_t work_cond;  /* workers wait here for tasks / changes */
+	pthread_cond_t idle_cond;  /* tpe_wait_idle waiters */
+	pthread_cond_t term_cond;  /* tpe_await_termination waiters */
+
+	struct tpe_attr attr;      /* I: copy; live sizing fields below instead */
+	size_t core;               /* L */
+	size_t max;                /* L */
+	int64_t keep_alive_ns;     /* L */
+	bool allow_core_timeout;   /* L */
+
+	int state;                 /* L, A: enum tpe__state */
+	bool paused;               /* L */
+	unsigned config_gen;       /* L: bumped to make waiting workers re-check */
+
+	struct tpe__queue *queue;  /* I; contents L */
+	tpe__reject_fn reject;     /* I */
+	void *reject_ctx;          /* I */
+	void *policy_state;        /* I: owned by the policy */
+	void (*policy_free)(void *state); /* I */
+
+	size_t wc;                 /* L */
+	size_t nthreads;           /* L */
+	size_t active;             /* L */
+	size_t largest;            /* L */
+	size_t idle_waiters;       /* L: threads in tpe_wait_idle */
+	size_t handing_back;       /* L: tpe_shutdown_now calls still delivering */
+	uint64_t submitted;        /* L */
+	uint64_t completed;        /* L */
+	uint64_t rejected;         /* L */
+	unsigned long next_id;     /* L: thread name numbers */
+
+	struct tpe__worker *live;   /* L: started or starting workers */
+	struct tpe__worker *exited; /* L: exited workers not yet joined */
+
+	tpe_t *reg_prev, *reg_next; /* R: registry of pools for fork() */
+};
+
+/* L held; returns true if the caller must run tpe__pool_finish_termination. */
+bool tpe__pool_try_terminate_locked(tpe_t *pool);
+/* L not held: terminated hook, then TERMINATED, then wake the waiters. */
+void tpe__pool_finish_termination(tpe_t *pool);
+
+/* Disposes of an accepted task that will never run: the future (if any) is
+ * cancelled, `cb` (or nothing if NULL) gets it, the node is freed. */
+void tpe__task_hand_back(struct tpe__task *t, tpe_handback_fn cb, void *ctx);
+/* The same through the pool's discard callback. */
+void tpe__pool_discard(tpe_t *pool, struct tpe__task *t);
+/* Runs a task in the calling thread and frees the node (caller-runs). */
+void tpe__task_run_inline(struct tpe__task *t);
+/* Frees a node that was never accepted; the future (if any) is untouched. */
+void tpe__task_free(struct tpe__task *t);
+
+/*
+ * Puts t into the queue through `offer` (the queue's own offer, or a
+ * policy's forcing offer), with every re-check tpe_execute makes: ECANCELED
+ * when not RUNNING, the offer's EAGAIN, and EAGAIN/ENOMEM when no worker is
+ * alive and none can be started (t is then not kept). 0: the pool took t.
+ */
+int tpe__pool_offer(tpe_t *pool, struct tpe__task *t,
+    int (*offer)(struct tpe__queue *q, struct tpe__task *t));
+
+/* DISCARD_OLDEST: under one lock, takes the queue's head out (*victim) and
+ * offers t. 0, EAGAIN (nothing to drop or refused again), ECANCELED. */
+int tpe__pool_replace_oldest(tpe_t *pool, struct tpe__task *t,
+    struct tpe__task **victim);
+
+void tpe__pool_count_rejected(tpe_t *pool);
+
+/* A tpe__task_match_fn that matches the node `ctx` itself. */
+bool tpe__task_is(const struct tpe__task *t, void *ctx);
+
+/* In the child of fork(), with pool->lock held by this thread. */
+void tpe__pool_atfork_child(tpe_t *pool);
+
+/* The pool this thread is a worker of / runs the terminated hook of. */
+extern __thread tpe_t *tpe__tls_worker_pool;
+extern __thread tpe_t *tpe__tls_hook_pool;
+
+#endif /* TPE_POOL_H */

@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * queue.h - the internal work-queue interface.
+ *
+ * Design notes
+ * ------------
+ * A queue is a table of operations over struct tpe__queue. Every operation
+ * is called with the owning pool's lock held (L: pool->lock): the queue has
+ * no lock of its own. That is deliberate: the pool decides "queue, grow or
+ * reject" and a worker decides "take, wait or exit" under one lock, so no
+ * decision reads a counter another thread is halfway through changing
+ * (research/java_tpe.md §c.4; the Tomcat and Dubbo races).
+ *
+ * Waiting is not a queue operation: tpe__queue_take() waits on the pool's
+ * condition variable and counts the waiting worker in q->takers while it
+ * waits. Queue kinds whose offer depends on waiting takers (hand-off,
+ * scale-first) read that count.
+ *
+ * Invariants:
+ *   - offer() either takes ownership of the node and returns 0, or returns
+ *     EAGAIN and leaves ownership with the caller;
+ *   - poll() returns the oldest node (FIFO) or NULL when empty;
+ *   - remove_if() keeps the order of the nodes it leaves.
+ */
+#ifndef TPE_QUEUE_H
+#define TPE_QUEUE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "task.h"
+
+struct tpe__queue;
+
+typedef bool (*tpe__task_match_fn)(const struct tpe__task *t, void *ctx);
+
+struct tpe__queue_ops {
+	const char *name;
+	/* Takes t (0) or refuses it (EAGAIN: full, or no taker for hand-off). */
+	int (*offer)(struct tpe__queue *q, struct tpe__task *t);
+	/* The oldest node, or NULL. */
+	struct tpe__task *(*poll)(struct tpe__queue *q);
+	size_t (*size)(const struct tpe__queue *q);
+	/* How many more offers could succeed now; SIZE_MAX when unbounded. */
+	size_t (*remaining)(const struct tpe__queue *q);
+	/* Moves up to max nodes matching `match` (oldest first) to out. */
+	size_t (*remove_if)(struct tpe__queue *q, tpe__task_match_fn match,
+	    void *ctx, size_t max, struct tpe__task_list *out);
+	/* Frees the queue; it must be empty. */
+	void (*destroy)(struct tpe__queue *q);
+};
+
+struct tpe__queue {
+	const struct tpe__queue_ops *ops;
+	size_t takers; /* L: workers waiting in tpe__queue_take() */
+};
+
+/*
+ * Returns the queue's oldest task; when there is none, waits once on `cond`
+ * (counted in q->takers) until woken or until `deadline_ns` (absolute
+ * monotonic, negative = none), then polls once more. *rc is ETIMEDOUT when
+ * the deadline passed, else 0. Called with `lock` (the pool lock) held.
+ */
+struct tpe__task *tpe__queue_take(struct tpe__queue *q, pthread_mutex_t *lock,
+    pthread_cond_t *cond, int64_t deadline_ns, int *rc);
+
+int tpe__queue_linked_create(struct tpe__queue **q);
+int tpe__queue_array_create(struct tpe__queue **q, size_t capacity);
+int tpe__queue_handoff_create(struct tpe__queue **q);
+
+/* The linked queue's operations, shared with the hand-off queue. */
+struct tpe__queue_linked {
+	struct tpe__queue base;
+	struct tpe__task_list list; /* L */
+};
+int tpe__linked_offer(struct tpe__queue *q, struct tpe__task *t);
+struct tpe__task *tpe__linked_poll(struct tpe__queue *q);
+size_t tpe__linked_size(const struct tpe__queue *q);
+size_t tpe__linked_remove_if(struct tpe__queue *q, tpe__task_match_fn match,
+    void *ctx, size_t max, struct tpe__task_list *out);
+void tpe__linked_destroy(struct tpe__queue *q);
+
+static inline bool
+tpe__queue_is_empty(const struct tpe__queue *q)
+{
+	return q->ops->size(q) == 0;
+}
+
+#endif /* TPE_QUEUE_H */

@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * registry.c - every live pool on one list, for the fork() handlers.
+ *
+ * Design notes
+ * ------------
+ * R: registry_lock guards the list (pool->reg_prev/reg_next, head).
+ * Lock order: registry_lock -> pool->lock. prepare() takes the registry lock
+ * and then every pool's lock, so no pool is halfway through a change when
+ * fork() copies the address space; parent() releases them; child() runs in
+ * the only thread of the child, which holds all of them: it marks every
+ * pool terminated (tpe__pool_atfork_child) and releases the locks.
+ * pool->lock is never held while user code runs, so prepare() cannot wait
+ * on a task.
+ */
+#include <pthread.h>
+
+#include "registry.h"
+#include "sync.h"
+
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static tpe_t *registry_head; /* R */
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static void
+prepare(void)
+{
+	tpe_t *p;
+
+	tpe__mutex_lock(&registry_lock);
+	for (p = registry_head; p != NULL; p = p->reg_next)
+		tpe__mutex_lock(&p->lock);
+}
+
+static void
+parent(void)
+{
+	tpe_t *p;
+
+	for (p = registry_head; p != NULL; p = p->reg_next)
+		tpe__mutex_unlock(&p->lock);
+	tpe__mutex_unlock(&registry_lock);
+}
+
+static void
+child(void)
+{
+	tpe_t *p;
+
+	for (p = registry_head; p != NULL; p = p->reg_next) {
+		tpe__pool_atfork_child(p);
+		tpe__mutex_unlock(&p->lock);
+	}
+	tpe__mutex_unlock(&registry_lock);
+}
+
+static void
+install_handlers(void)
+{
+	int rc = pthread_atfork(prepare, parent, child);
+
+	if (rc != 0)
+		tpe__panic("pthread_atfork", rc);
+}
+
+void
+tpe__registry_add(tpe_t *pool)
+{
+	pthread_once(&atfork_once, install_handlers);
+	tpe__mutex_lock(&registry_lock);
+	pool->reg_prev = NULL;
+	pool->reg_next = registry_head;
+	if (registry_head != NULL)
+		registry_head->reg_prev = pool;
+	registry_head = pool;
+	tpe__mutex_unlock(&registry_lock);
+}
+
+void
+tpe__registry_remove(tpe_t *pool)
+{
+	tpe__mutex_lock(&registry_lock);
+	if (pool->reg_prev != NULL)
+		pool->reg_prev->reg_next = pool->reg_next;
+	else
+		registry_head = pool->reg_next;
+	if (pool->reg_next != NULL)
+		pool->reg_next->reg_prev = pool->reg_prev;
+	tpe__mutex_unlock(&registry_lock);
+}

@@ -1,0 +1,321 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * worker.c - worker threads: creation, the run loop (Java's runWorker and
+ * getTask), exit, and joining.
+ *
+ * Design notes
+ * ------------
+ * A worker takes pool->lock once per task: leaving a task (active--,
+ * completed++) and getting the next one happen in the same critical section.
+ *
+ * get_task decides, under pool->lock, between "run a queued task", "wait"
+ * and "exit"; it exits only when the queue is empty (or the pool stopped),
+ * so no submitter can count on an idle worker that is about to leave: an
+ * offer that relies on a waiting worker (q->takers) is made under the same
+ * lock, and a worker counted in q->takers polls the queue before it may
+ * re-evaluate its exit (research/java_tpe.md §c.4, the BZ 65454 race).
+ *
+ * Keep-alive: the deadline is fixed when the worker starts waiting and
+ * survives spurious wake-ups; a configuration change (config_gen) re-times
+ * it. wc is decremented by the exiting worker under the lock, so two
+ * workers that time out together re-check against the fresh wc and the
+ * pool never shrinks below core (TimeOutShrink).
+ *
+ * Joining: a worker's last act under pool->lock moves it from pool->live to
+ * pool->exited; tpe__worker_reap (called before each thread creation and by
+ * tpe_destroy) joins those, so a pool holds at most a few unjoined threads
+ * and tpe_destroy frees nothing a thread still touches.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "future.h"
+#include "sync.h"
+#include "worker.h"
+
+static void
+list_insert(struct tpe__worker **head, struct tpe__worker *w)
+{
+	w->prev = NULL;
+	w->next = *head;
+	if (*head != NULL)
+		(*head)->prev = w;
+	*head = w;
+}
+
+static void
+list_remove(struct tpe__worker **head, struct tpe__worker *w)
+{
+	if (w->prev != NULL)
+		w->prev->next = w->next;
+	else
+		*head = w->next;
+	if (w->next != NULL)
+		w->next->prev = w->prev;
+	w->prev = w->next = NULL;
+}
+
+/*
+ * Returns the next task, or NULL when the worker must exit (wc has then
+ * been decremented). pool->lock held on entry and exit.
+ */
+static struct tpe__task *
+get_task_locked(tpe_t *pool)
+{
+	struct tpe__queue *q = pool->queue;
+	struct tpe__task *t;
+	unsigned gen = pool->config_gen;
+	bool timed_out = false;
+	int64_t deadline = -1;
+	int rc;
+
+	for (;;) {
+		bool empty, timed;
+
+		if (pool->state >= TPE__STOP)
+			break;
+		if (pool->paused) {
+			/* Not counted as a taker: no offer may rely on it. */
+			tpe__cond_wait_until(&pool->work_cond, &pool->lock, -1);
+			continue;
+		}
+		empty = tpe__queue_is_empty(q);
+		if (empty && pool->state == TPE__SHUTDOWN)
+			break;
+		timed = pool->allow_core_timeout || pool->wc > pool->core;
+		if (empty && (pool->wc > pool->max || (timed && timed_out)))
+			break;
+		if (!timed)
+			deadline = -1;
+		else if (deadline < 0)
+			deadline = tpe__deadline(pool->keep_alive_ns);
+		t = tpe__queue_take(q, &pool->lock, &pool->work_cond,
+		    deadline, &rc);
+		if (t != NULL)
+			return t;
+		if (pool->config_gen != gen) {
+			/* Sizes, keep-alive or state changed: start over. */
+			gen = pool->config_gen;
+			timed_out = false;
+			deadline = -1;
+		} else if (rc == ETIMEDOUT) {
+			timed_out = true;
+		}
+	}
+	pool->wc--;
+	return NULL;
+}
+
+static void
+run_task(tpe_t *pool, struct tpe__task *t)
+{
+	const struct tpe_attr *a = &pool->attr;
+	struct tpe_future *f = t->future;
+
+	if (f != NULL) {
+		/* A cancelled future: a no-op that still counts as completed. */
+		if (__atomic_load_n(&f->state, __ATOMIC_ACQUIRE) != TPE__F_NEW) {
+			tpe__pool_discard(pool, t);
+			return;
+		}
+	}
+	if (a->before != NULL)
+		a->before(pool, t->fn, f != NULL ? f->arg : t->arg,
+		    a->task_hook_ctx);
+	if (f != NULL) {
+		if (!tpe__future_run(f)) {
+			/* Cancelled between the check above and the run. */
+			if (a->after != NULL)
+				a->after(pool, NULL, f->arg, a->task_hook_ctx);
+			tpe__pool_discard(pool, t);
+			return;
+		}
+	} else {
+		t->fn(t->arg);
+	}
+	if (a->after != NULL)
+		a->after(pool, t->fn, f != NULL ? f->arg : t->arg,
+		    a->task_hook_ctx);
+	if (f != NULL)
+		tpe__future_unref(f);
+	free(t);
+}
+
+static void
+notify_idle_locked(tpe_t *pool)
+{
+	if (pool->idle_waiters > 0 && pool->active == 0 &&
+	    tpe__queue_is_empty(pool->queue))
+		tpe__cond_broadcast(&pool->idle_cond);
+}
+
+static void *
+worker_main(void *arg)
+{
+	struct tpe__worker *w = arg;
+	tpe_t *pool = w->pool;
+	const struct tpe_attr *a = &pool->attr;
+	struct tpe__task *t;
+	char name[16];
+	bool terminate;
+
+	snprintf(name, sizeof(name), "%s-%lu", a->name_prefix, w->id);
+	pthread_setname_np(pthread_self(), name);
+	tpe__tls_worker_pool = pool;
+	if (a->on_start != NULL)
+		a->on_start(pool, a->thread_hook_ctx);
+
+	tpe__mutex_lock(&pool->lock);
+	t = w->first;
+	w->first = NULL;
+	for (;;) {
+		if (t == NULL) {
+			t = get_task_locked(pool);
+			if (t == NULL)
+				break;
+			pool->active++;
+		}
+		tpe__mutex_unlock(&pool->lock);
+		run_task(pool, t);
+		t = NULL;
+		tpe__mutex_lock(&pool->lock);
+		pool->active--;
+		pool->completed++;
+		notify_idle_locked(pool);
+	}
+	tpe__mutex_unlock(&pool->lock);
+
+	if (a->on_exit != NULL)
+		a->on_exit(pool, a->thread_hook_ctx);
+	tpe__tls_worker_pool = NULL;
+
+	tpe__mutex_lock(&pool->lock);
+	list_remove(&pool->live, w);
+	list_insert(&pool->exited, w);
+	pool->nthreads--;
+	notify_idle_locked(pool);
+	terminate = tpe__pool_try_terminate_locked(pool);
+	tpe__mutex_unlock(&pool->lock);
+	if (terminate)
+		tpe__pool_finish_termination(pool);
+	return NULL;
+}
+
+/* Creates the thread with every asynchronous signal blocked. */
+static int
+create_thread(tpe_t *pool, struct tpe__worker *w)
+{
+	pthread_attr_t pa;
+	sigset_t all, old;
+	int rc;
+
+	rc = pthread_attr_init(&pa);
+	if (rc != 0)
+		return rc;
+	rc = tpe__thread_attr_apply(&pool->attr.thread, &pa);
+	if (rc == 0) {
+		sigfillset(&all);
+		/* Synchronous signals must reach the thread that caused them. */
+		sigdelset(&all, SIGSEGV);
+		sigdelset(&all, SIGBUS);
+		sigdelset(&all, SIGFPE);
+		sigdelset(&all, SIGILL);
+		sigdelset(&all, SIGTRAP);
+		sigdelset(&all, SIGSYS);
+		sigdelset(&all, SIGABRT);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		rc = pthread_create(&w->thread, &pa, worker_main, w);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	}
+	pthread_attr_destroy(&pa);
+	return rc;
+}
+
+int
+tpe__worker_start_locked(tpe_t *pool, struct tpe__task *first)
+{
+	struct tpe__worker *w;
+	unsigned long id;
+	bool terminate;
+	int rc;
+
+	/* Reserve: concurrent callers see the slot taken at once. */
+	pool->wc++;
+	pool->nthreads++;
+	if (pool->nthreads > pool->largest)
+		pool->largest = pool->nthreads;
+	if (first != NULL)
+		pool->active++;
+	id = ++pool->next_id;
+	tpe__mutex_unlock(&pool->lock);
+
+	tpe__worker_reap(pool);
+	w = malloc(sizeof(*w));
+	rc = w == NULL ? ENOMEM : 0;
+	if (rc == 0) {
+		w->pool = pool;
+		w->first = first;
+		w->id = id;
+		tpe__mutex_lock(&pool->lock);
+		list_insert(&pool->live, w);
+		tpe__mutex_unlock(&pool->lock);
+		rc = create_thread(pool, w);
+	}
+
+	tpe__mutex_lock(&pool->lock);
+	if (rc == 0)
+		return 0;
+	if (w != NULL) {
+		list_remove(&pool->live, w);
+		free(w);
+	}
+	pool->wc--;
+	pool->nthreads--;
+	if (first != NULL)
+		pool->active--;
+	/* The phantom worker may have been all that held termination back. */
+	terminate = tpe__pool_try_terminate_locked(pool);
+	if (terminate) {
+		tpe__mutex_unlock(&pool->lock);
+		tpe__pool_finish_termination(pool);
+		tpe__mutex_lock(&pool->lock);
+	}
+	return rc;
+}
+
+void
+tpe__worker_reap(tpe_t *pool)
+{
+	struct tpe__worker *w, *next;
+
+	tpe__mutex_lock(&pool->lock);
+	w = pool->exited;
+	pool->exited = NULL;
+	tpe__mutex_unlock(&pool->lock);
+	for (; w != NULL; w = next) {
+		next = w->next;
+		pthread_join(w->thread, NULL);
+		free(w);
+	}
+}
+
+void
+tpe__worker_forget_all_locked(tpe_t *pool)
+{
+	struct tpe__worker *lists[2] = { pool->live, pool->exited };
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		struct tpe__worker *w, *next;
+
+		for (w = lists[i]; w != NULL; w = next) {
+			next = w->next;
+			free(w);
+		}
+	}
+	pool->live = pool->exited = NULL;
+}
