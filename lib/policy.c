@@ -25,6 +25,7 @@ tpe__policy_install(const struct tpe_attr *a, struct tpe__policy_setup *s)
 	int rc;
 
 	s->state = NULL;
+	s->queued_grow_to_max = false;
 	s->state_free = NULL;
 	rc = tpe__policy_base_queue(a, &s->queue);
 	if (rc != 0)

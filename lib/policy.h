@@ -17,6 +17,9 @@ struct tpe__policy_setup {
 	struct tpe__queue *queue;
 	tpe__reject_fn reject;
 	void *reject_ctx;
+	/* How far the pool grows for tasks already queued when sizes change
+	 * or it resumes: to core (Java) or to max (scale-first). */
+	bool queued_grow_to_max;
 	void *state;                   /* freed with state_free at destroy */
 	void (*state_free)(void *state);
 };

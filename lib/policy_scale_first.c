@@ -151,5 +151,6 @@ tpe__scale_first_install(struct tpe__policy_setup *s)
 	s->queue = &sq->base;
 	s->reject = reject_reenqueue;
 	s->reject_ctx = sq;
+	s->queued_grow_to_max = true;
 	return 0;
 }

@@ -182,6 +182,7 @@ tpe_create(tpe_t **poolp, const tpe_attr_t *attr)
 	pool->reject = setup.reject;
 	pool->reject_ctx = setup.reject_ctx;
 	pool->policy_state = setup.state;
+	pool->queued_grow_to_max = setup.queued_grow_to_max;
 	pool->policy_free = setup.state_free;
 	pool->core = pool->attr.core;
 	pool->max = pool->attr.max;
@@ -539,10 +540,15 @@ tpe_is_terminated(const tpe_t *pool)
 	return pool != NULL && load_state(pool) == TPE__TERMINATED;
 }
 
-/* Starts up to `want` workers for queued tasks, below `limit`. L held. */
+/*
+ * Starts workers for the tasks already queued (one per task no waiting
+ * worker is claimed for), up to core (Java's setCorePoolSize) or, under a
+ * policy that grows before queueing, up to max. L held.
+ */
 static int
-start_for_queue_locked(tpe_t *pool, size_t limit)
+start_for_queue_locked(tpe_t *pool)
 {
+	size_t limit = pool->queued_grow_to_max ? pool->max : pool->core;
 	int rc = 0;
 
 	while (rc == 0 && pool->state == TPE__RUNNING && !pool->paused &&
@@ -585,7 +591,7 @@ tpe_resume(tpe_t *pool)
 	} else if (pool->paused) {
 		pool->paused = false;
 		wake_workers_locked(pool);
-		rc = start_for_queue_locked(pool, pool->core);
+		rc = start_for_queue_locked(pool);
 		if (rc != 0 && pool->wc > 0)
 			rc = 0;
 	}
@@ -633,7 +639,7 @@ tpe_set_pool_size(tpe_t *pool, size_t core, size_t max)
 	pool->max = max;
 	wake_workers_locked(pool);
 	/* Java's setCorePoolSize: workers for the tasks already queued. */
-	(void)start_for_queue_locked(pool, core);
+	(void)start_for_queue_locked(pool);
 	tpe__mutex_unlock(&pool->lock);
 	return 0;
 }
@@ -790,7 +796,7 @@ tpe_get_stats(const tpe_t *cpool, struct tpe_stats *s)
 	memset(s, 0, sizeof(*s));
 	tpe__mutex_lock(&pool->lock);
 	ended = pool->state >= TPE__TIDYING;
-	s->pool_size = ended ? 0 : pool->nthreads;
+	s->pool_size = ended ? 0 : pool->wc;
 	s->core_size = pool->core;
 	s->max_size = pool->max;
 	s->active = ended ? 0 : pool->active;

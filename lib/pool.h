@@ -19,7 +19,9 @@
  * Counters:
  *   wc        workers permitted to run and not yet told to stop (Java's
  *             workerCount): reserved before a thread is created, released
- *             when get_task decides the worker exits;
+ *             when get_task decides the worker exits; it is what the
+ *             statistics report as pool_size and largest_pool_size, so
+ *             they never exceed max while exiting threads finish;
  *   nthreads  worker threads alive or being created (Java's workers.size());
  *             termination needs nthreads == 0, so TERMINATED means no worker
  *             runs any pool code any more except its final unlock/return,
@@ -85,6 +87,7 @@ struct tpe {
 	struct tpe__queue *queue;  /* I; contents L */
 	tpe__reject_fn reject;     /* I */
 	void *reject_ctx;          /* I */
+	bool queued_grow_to_max;   /* I: start workers for queued tasks up to max */
 	void *policy_state;        /* I: owned by the policy */
 	void (*policy_free)(void *state); /* I */
 

@@ -246,8 +246,8 @@ tpe__worker_start_locked(tpe_t *pool, struct tpe__task *first)
 	/* Reserve: concurrent callers see the slot taken at once. */
 	pool->wc++;
 	pool->nthreads++;
-	if (pool->nthreads > pool->largest)
-		pool->largest = pool->nthreads;
+	if (pool->wc > pool->largest)
+		pool->largest = pool->wc;
 	if (first != NULL)
 		pool->active++;
 	id = ++pool->next_id;
