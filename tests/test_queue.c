@@ -1,0 +1,258 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_queue.c - white-box tests of the internal queue interface: each kind's
+ * offer/poll/size/remaining/remove_if, the hand-off rule, and the waiting
+ * taker count of tpe__queue_take. Links the uninstalled core library.
+ */
+#include "testutil.h"
+
+#include <string.h>
+
+#include "queue.h"
+#include "sync.h"
+
+static struct tpe__task node[16];
+
+static void
+init_nodes(void)
+{
+	size_t i;
+
+	memset(node, 0, sizeof(node));
+	for (i = 0; i < 16; i++)
+		node[i].arg = (void *)(uintptr_t)i;
+}
+
+static size_t
+id_of(const struct tpe__task *t)
+{
+	return (size_t)(uintptr_t)t->arg;
+}
+
+static bool
+match_odd(const struct tpe__task *t, void *ctx)
+{
+	(void)ctx;
+	return id_of(t) % 2 == 1;
+}
+
+static bool
+match_none(const struct tpe__task *t, void *ctx)
+{
+	(void)t;
+	(void)ctx;
+	return false;
+}
+
+/* FIFO order, size, and remove_if keeping order, for a fresh queue q. */
+static void
+check_fifo(struct tpe__queue *q, size_t n)
+{
+	struct tpe__task_list out;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		assert_int_equal(q->ops->offer(q, &node[i]), 0);
+	assert_int_equal(q->ops->size(q), n);
+
+	tpe__task_list_init(&out);
+	assert_int_equal(q->ops->remove_if(q, match_none, NULL, SIZE_MAX, &out),
+	    0);
+	assert_int_equal(q->ops->remove_if(q, match_odd, NULL, 2, &out), 2);
+	assert_int_equal(out.count, 2);
+	assert_int_equal(id_of(tpe__task_list_pop(&out)), 1);
+	assert_int_equal(id_of(tpe__task_list_pop(&out)), 3);
+	assert_int_equal(q->ops->size(q), n - 2);
+	/* What stays keeps its order: 0 2 4 5 6 7 ... */
+	for (i = 0; i < n; i++) {
+		if (i == 1 || i == 3)
+			continue;
+		assert_int_equal(id_of(q->ops->poll(q)), i);
+	}
+	assert_null(q->ops->poll(q));
+	assert_true(tpe__queue_is_empty(q));
+	/* The tail is usable after removing the last node. */
+	assert_int_equal(q->ops->offer(q, &node[9]), 0);
+	assert_int_equal(q->ops->remove_if(q, match_odd, NULL, SIZE_MAX, &out),
+	    1);
+	assert_int_equal(q->ops->offer(q, &node[4]), 0);
+	assert_int_equal(q->ops->offer(q, &node[6]), 0);
+	assert_int_equal(id_of(q->ops->poll(q)), 4);
+	assert_int_equal(id_of(q->ops->poll(q)), 6);
+	assert_null(q->ops->poll(q));
+}
+
+static void
+test_queue_linked_fifo(void **state)
+{
+	struct tpe__queue *q;
+
+	(void)state;
+	init_nodes();
+	assert_int_equal(tpe__queue_linked_create(&q), 0);
+	assert_int_equal(q->ops->remaining(q), SIZE_MAX);
+	check_fifo(q, 8);
+	q->ops->destroy(q);
+}
+
+static void
+test_queue_array_fifo_and_bound(void **state)
+{
+	struct tpe__queue *q;
+	size_t i;
+
+	(void)state;
+	init_nodes();
+	assert_int_equal(tpe__queue_array_create(&q, 0), EINVAL);
+	assert_int_equal(tpe__queue_array_create(&q, 8), 0);
+	check_fifo(q, 8);
+	/* Wrap the ring around, then fill it: the 9th offer is refused. */
+	for (i = 0; i < 5; i++) {
+		assert_int_equal(q->ops->offer(q, &node[i]), 0);
+		assert_int_equal(id_of(q->ops->poll(q)), i);
+	}
+	for (i = 0; i < 8; i++) {
+		assert_int_equal(q->ops->remaining(q), 8 - i);
+		assert_int_equal(q->ops->offer(q, &node[i]), 0);
+	}
+	assert_int_equal(q->ops->remaining(q), 0);
+	assert_int_equal(q->ops->offer(q, &node[8]), EAGAIN);
+	{
+		struct tpe__task_list out;
+
+		tpe__task_list_init(&out);
+		assert_int_equal(q->ops->remove_if(q, match_odd, NULL,
+		    SIZE_MAX, &out), 4);
+		for (i = 0; i < 8; i += 2)
+			assert_int_equal(id_of(q->ops->poll(q)), i);
+	}
+	assert_null(q->ops->poll(q));
+	q->ops->destroy(q);
+}
+
+static void
+test_queue_handoff_needs_unclaimed_taker(void **state)
+{
+	struct tpe__queue *q;
+
+	(void)state;
+	init_nodes();
+	assert_int_equal(tpe__queue_handoff_create(&q), 0);
+	assert_int_equal(q->ops->remaining(q), 0);
+	assert_int_equal(q->ops->offer(q, &node[0]), EAGAIN);
+	q->takers = 2;
+	assert_int_equal(q->ops->offer(q, &node[0]), 0);
+	assert_int_equal(q->ops->offer(q, &node[1]), 0);
+	/* Both waiting takers are claimed: a third offer is refused. */
+	assert_int_equal(q->ops->offer(q, &node[2]), EAGAIN);
+	assert_int_equal(id_of(q->ops->poll(q)), 0);
+	assert_int_equal(id_of(q->ops->poll(q)), 1);
+	q->takers = 0;
+	q->ops->destroy(q);
+}
+
+/* tpe__queue_take counts itself as a taker while it waits. */
+struct take_ctx {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct tpe__queue *q;
+	struct tpe__task *got;
+	int rc;
+};
+
+static void *
+taker(void *arg)
+{
+	struct take_ctx *c = arg;
+
+	tpe__mutex_lock(&c->lock);
+	do
+		c->got = tpe__queue_take(c->q, &c->lock, &c->cond, -1, &c->rc);
+	while (c->got == NULL);
+	tpe__mutex_unlock(&c->lock);
+	return NULL;
+}
+
+static void
+test_queue_take_counts_waiters(void **state)
+{
+	struct take_ctx c;
+	pthread_t th;
+	size_t takers;
+
+	(void)state;
+	init_nodes();
+	memset(&c, 0, sizeof(c));
+	tpe__mutex_init(&c.lock);
+	tpe__cond_init(&c.cond);
+	assert_int_equal(tpe__queue_handoff_create(&c.q), 0);
+	pthread_create(&th, NULL, taker, &c);
+	assert_true(TU_EVENTUALLY(({
+		tpe__mutex_lock(&c.lock);
+		takers = c.q->takers;
+		tpe__mutex_unlock(&c.lock);
+		takers == 1; }), 10 * TU_S));
+	tpe__mutex_lock(&c.lock);
+	assert_int_equal(c.q->ops->offer(c.q, &node[3]), 0);
+	tpe__cond_signal(&c.cond);
+	tpe__mutex_unlock(&c.lock);
+	pthread_join(th, NULL);
+	assert_ptr_equal(c.got, &node[3]);
+	assert_int_equal(c.q->takers, 0);
+	c.q->ops->destroy(c.q);
+	tpe__cond_destroy(&c.cond);
+	tpe__mutex_destroy(&c.lock);
+}
+
+static void
+test_queue_take_times_out(void **state)
+{
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct tpe__queue *q;
+	int64_t t0;
+	int rc;
+
+	(void)state;
+	tpe__mutex_init(&lock);
+	tpe__cond_init(&cond);
+	assert_int_equal(tpe__queue_linked_create(&q), 0);
+	t0 = tu_now_ns();
+	tpe__mutex_lock(&lock);
+	do
+		assert_null(tpe__queue_take(q, &lock, &cond,
+		    tpe__deadline(5 * TU_MS), &rc));
+	while (rc != ETIMEDOUT);
+	assert_int_equal(q->takers, 0);
+	tpe__mutex_unlock(&lock);
+	assert_true(tu_now_ns() - t0 >= 5 * TU_MS);
+	q->ops->destroy(q);
+	tpe__cond_destroy(&cond);
+	tpe__mutex_destroy(&lock);
+}
+
+static void
+test_queue_deadline_saturates(void **state)
+{
+	(void)state;
+	assert_true(tpe__deadline(-1) < 0);
+	assert_true(tpe__deadline(INT64_MIN) < 0);
+	assert_int_equal(tpe__deadline(INT64_MAX), INT64_MAX);
+	assert_true(tpe__deadline(0) <= tpe__now_ns());
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_queue_linked_fifo),
+		cmocka_unit_test(test_queue_array_fifo_and_bound),
+		cmocka_unit_test(test_queue_handoff_needs_unclaimed_taker),
+		cmocka_unit_test(test_queue_take_counts_waiters),
+		cmocka_unit_test(test_queue_take_times_out),
+		cmocka_unit_test(test_queue_deadline_saturates),
+	};
+
+	tu_time_bound(0);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
