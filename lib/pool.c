@@ -56,6 +56,40 @@ tpe__task_free(struct tpe__task *t)
 	free(t);
 }
 
+/* Up to this many nodes (32 bytes each) stay cached per pool. */
+#define NODE_CACHE_MAX 1024
+
+void
+tpe__pool_recycle_locked(tpe_t *pool, struct tpe__task *t)
+{
+	if (pool->nfree >= NODE_CACHE_MAX) {
+		free(t);
+		return;
+	}
+	t->next = pool->free_nodes;
+	pool->free_nodes = t;
+	pool->nfree++;
+}
+
+/* A node for a new task: a recycled one, or malloc (NULL: ENOMEM). L held. */
+static struct tpe__task *
+node_get_locked(tpe_t *pool, tpe_fn fn, void *arg, struct tpe_future *f)
+{
+	struct tpe__task *t = pool->free_nodes;
+
+	if (t != NULL) {
+		pool->free_nodes = t->next;
+		pool->nfree--;
+	} else if ((t = malloc(sizeof(*t))) == NULL) {
+		return NULL;
+	}
+	t->next = NULL;
+	t->fn = fn;
+	t->arg = arg;
+	t->future = f;
+	return t;
+}
+
 void
 tpe__task_hand_back(struct tpe__task *t, tpe_handback_fn cb, void *ctx)
 {
@@ -212,7 +246,8 @@ accepted_locked(tpe_t *pool, struct tpe__task *t, bool *signal)
 	int rc;
 
 	pool->submitted++;
-	*signal = pool->queue->takers > 0;
+	tpe__queue_offered(pool->queue);
+	*signal = tpe__queue_needs_signal(pool->queue);
 	if (pool->wc > 0 || pool->paused)
 		return 0;
 	/* Java's re-check: no worker alive, start one for the queue. */
@@ -286,9 +321,10 @@ tpe__pool_count_rejected(tpe_t *pool)
  * 0: the pool (or the policy) took t; else the caller keeps t.
  */
 static int
-dispatch(tpe_t *pool, struct tpe__task *t)
+dispatch(tpe_t *pool, tpe_fn fn, void *arg, struct tpe_future *f)
 {
 	struct tpe__queue *q = pool->queue;
+	struct tpe__task *t;
 	bool signal = false;
 	int rc;
 
@@ -296,6 +332,11 @@ dispatch(tpe_t *pool, struct tpe__task *t)
 	if (pool->state != TPE__RUNNING) {
 		tpe__mutex_unlock(&pool->lock);
 		return ECANCELED;
+	}
+	t = node_get_locked(pool, fn, arg, f);
+	if (t == NULL) {
+		tpe__mutex_unlock(&pool->lock);
+		return ENOMEM;
 	}
 	if (!pool->paused && pool->wc < pool->core) {
 		if (tpe__worker_start_locked(pool, t) == 0) {
@@ -305,12 +346,15 @@ dispatch(tpe_t *pool, struct tpe__task *t)
 		}
 		/* Start failed: fall through with fresh state. */
 		if (pool->state != TPE__RUNNING) {
+			tpe__pool_recycle_locked(pool, t);
 			tpe__mutex_unlock(&pool->lock);
 			return ECANCELED;
 		}
 	}
 	if (q->ops->offer(q, t) == 0) {
 		rc = accepted_locked(pool, t, &signal);
+		if (rc != 0)
+			tpe__pool_recycle_locked(pool, t);
 		tpe__mutex_unlock(&pool->lock);
 		if (signal)
 			tpe__cond_signal(&pool->work_cond);
@@ -323,50 +367,30 @@ dispatch(tpe_t *pool, struct tpe__task *t)
 			return 0;
 		}
 		if (pool->state != TPE__RUNNING) {
+			tpe__pool_recycle_locked(pool, t);
 			tpe__mutex_unlock(&pool->lock);
 			return ECANCELED;
 		}
 	}
 	tpe__mutex_unlock(&pool->lock);
-	return pool->reject(pool, t, pool->reject_ctx);
-}
-
-static struct tpe__task *
-task_new(tpe_fn fn, void *arg, struct tpe_future *f)
-{
-	struct tpe__task *t = malloc(sizeof(*t));
-
-	if (t != NULL) {
-		t->next = NULL;
-		t->fn = fn;
-		t->arg = arg;
-		t->future = f;
-	}
-	return t;
-}
-
-int
-tpe_execute(tpe_t *pool, tpe_fn fn, void *arg)
-{
-	struct tpe__task *t;
-	int rc;
-
-	if (pool == NULL || fn == NULL)
-		return EINVAL;
-	t = task_new(fn, arg, NULL);
-	if (t == NULL)
-		return ENOMEM;
-	rc = dispatch(pool, t);
+	rc = pool->reject(pool, t, pool->reject_ctx);
 	if (rc != 0)
 		tpe__task_free(t);
 	return rc;
 }
 
 int
+tpe_execute(tpe_t *pool, tpe_fn fn, void *arg)
+{
+	if (pool == NULL || fn == NULL)
+		return EINVAL;
+	return dispatch(pool, fn, arg, NULL);
+}
+
+int
 tpe_submit(tpe_t *pool, tpe_call_fn fn, void *arg, tpe_future_t **future)
 {
 	struct tpe_future *f;
-	struct tpe__task *t;
 	int rc;
 
 	if (pool == NULL || fn == NULL || future == NULL)
@@ -374,15 +398,8 @@ tpe_submit(tpe_t *pool, tpe_call_fn fn, void *arg, tpe_future_t **future)
 	rc = tpe__future_create(&f, fn, arg);
 	if (rc != 0)
 		return rc;
-	t = task_new(NULL, arg, f);
-	if (t == NULL) {
-		tpe__future_unref(f);
-		tpe__future_unref(f);
-		return ENOMEM;
-	}
-	rc = dispatch(pool, t);
+	rc = dispatch(pool, NULL, arg, f);
 	if (rc != 0) {
-		tpe__task_free(t);
 		tpe__future_unref(f);
 		tpe__future_unref(f);
 		return rc;
@@ -518,6 +535,12 @@ tpe_destroy(tpe_t *pool)
 	tpe__registry_remove(pool);
 	tpe__worker_reap(pool);
 	pool->queue->ops->destroy(pool->queue);
+	while (pool->free_nodes != NULL) {
+		struct tpe__task *t = pool->free_nodes;
+
+		pool->free_nodes = t->next;
+		free(t);
+	}
 	if (pool->policy_free != NULL)
 		pool->policy_free(pool->policy_state);
 	tpe__cond_destroy(&pool->term_cond);

@@ -102,6 +102,9 @@ struct tpe {
 	uint64_t rejected;         /* L */
 	unsigned long next_id;     /* L: thread name numbers */
 
+	struct tpe__task *free_nodes; /* L: recycled task nodes */
+	size_t nfree;                 /* L: length of free_nodes */
+
 	struct tpe__worker *live;   /* L: started or starting workers */
 	struct tpe__worker *exited; /* L: exited workers not yet joined */
 
@@ -122,6 +125,9 @@ void tpe__pool_discard(tpe_t *pool, struct tpe__task *t);
 void tpe__task_run_inline(struct tpe__task *t);
 /* Frees a node that was never accepted; the future (if any) is untouched. */
 void tpe__task_free(struct tpe__task *t);
+
+/* Keeps a finished task's node for the next submission (or frees it). L held. */
+void tpe__pool_recycle_locked(tpe_t *pool, struct tpe__task *t);
 
 /*
  * Puts t into the queue through `offer` (the queue's own offer, or a

@@ -1,11 +1,72 @@
 /* SPDX-License-Identifier: MIT */
 /* queue.c - the waiting side of the queue interface, shared by every kind. */
+#include <errno.h>
+#include <sched.h>
+#include <unistd.h>
+
 #include "queue.h"
 #include "sync.h"
 
+/* How long a taker spins before it sleeps; a wake-up costs more. */
+#define SPIN_NS 20000
+#define SPIN_CHECK 64
+
+static bool
+can_spin(void)
+{
+	static int ncpu; /* A: racy first use is harmless (same value) */
+	int n = __atomic_load_n(&ncpu, __ATOMIC_RELAXED);
+
+	if (n == 0) {
+		long v = sysconf(_SC_NPROCESSORS_ONLN);
+
+		n = v > 0 ? (int)v : 1;
+		__atomic_store_n(&ncpu, n, __ATOMIC_RELAXED);
+	}
+	return n > 1;
+}
+
+static inline void
+cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
+/* Spins (lock dropped) until an offer is seen, the spin budget or the
+ * deadline runs out. */
+static void
+spin_for_offer(struct tpe__queue *q, pthread_mutex_t *lock,
+    int64_t deadline_ns)
+{
+	/* Acquire pairs with the release store in tpe__queue_offered(). */
+	unsigned seen = __atomic_load_n(&q->offers, __ATOMIC_ACQUIRE);
+	int64_t end = tpe__now_ns() + SPIN_NS;
+	unsigned i;
+
+	if (deadline_ns >= 0 && deadline_ns < end)
+		end = deadline_ns;
+	tpe__mutex_unlock(lock);
+	for (i = 1;; i++) {
+		if (__atomic_load_n(&q->offers, __ATOMIC_ACQUIRE) != seen)
+			break;
+		if (i % SPIN_CHECK == 0) {
+			if (tpe__now_ns() >= end)
+				break;
+			sched_yield(); /* a submitter may share this CPU */
+		} else {
+			cpu_relax();
+		}
+	}
+	tpe__mutex_lock(lock);
+}
+
 struct tpe__task *
 tpe__queue_take(struct tpe__queue *q, pthread_mutex_t *lock,
-    pthread_cond_t *cond, int64_t deadline_ns, int *rc)
+    pthread_cond_t *cond, int64_t deadline_ns, bool spin, int *rc)
 {
 	struct tpe__task *t;
 
@@ -14,12 +75,20 @@ tpe__queue_take(struct tpe__queue *q, pthread_mutex_t *lock,
 	if (t != NULL)
 		return t;
 	/*
-	 * Counted while waiting: an offer that relies on a waiting taker
-	 * (hand-off, scale-first) reads q->takers under the same lock, and the
-	 * submitter signals `cond` after such an offer.
+	 * Counted while waiting, spinning or asleep: an offer that relies on
+	 * a waiting taker (hand-off, scale-first) reads q->takers under the
+	 * same lock; it signals `cond` only for sleepers.
 	 */
 	q->takers++;
-	*rc = tpe__cond_wait_until(cond, lock, deadline_ns);
+	if (spin && can_spin()) {
+		spin_for_offer(q, lock, deadline_ns);
+		if (deadline_ns >= 0 && tpe__now_ns() >= deadline_ns)
+			*rc = ETIMEDOUT;
+	} else {
+		q->sleepers++;
+		*rc = tpe__cond_wait_until(cond, lock, deadline_ns);
+		q->sleepers--;
+	}
 	q->takers--;
 	return q->ops->poll(q);
 }

@@ -54,17 +54,43 @@ struct tpe__queue_ops {
 
 struct tpe__queue {
 	const struct tpe__queue_ops *ops;
-	size_t takers; /* L: workers waiting in tpe__queue_take() */
+	size_t takers;   /* L: workers waiting in tpe__queue_take() */
+	size_t sleepers; /* L: those of them asleep on the condition variable */
+	unsigned offers; /* A: bumped after each accepted offer (L held);
+			  * spinning takers read it without the lock */
 };
 
+/* After an offer succeeded (L held): wakes spinning takers. */
+static inline void
+tpe__queue_offered(struct tpe__queue *q)
+{
+	/* Release pairs with the acquire load in the spin of tpe__queue_take;
+	 * the spinner then takes the lock, which orders the node itself. */
+	__atomic_store_n(&q->offers, q->offers + 1, __ATOMIC_RELEASE);
+}
+
+/* Whether a submitter must signal the condition variable after an offer:
+ * only when more tasks wait than spinning takers will pick up. L held. */
+static inline bool
+tpe__queue_needs_signal(const struct tpe__queue *q)
+{
+	return q->sleepers > 0 &&
+	    q->ops->size(q) > q->takers - q->sleepers;
+}
+
 /*
- * Returns the queue's oldest task; when there is none, waits once on `cond`
- * (counted in q->takers) until woken or until `deadline_ns` (absolute
- * monotonic, negative = none), then polls once more. *rc is ETIMEDOUT when
- * the deadline passed, else 0. Called with `lock` (the pool lock) held.
+ * Returns the queue's oldest task; when there is none, waits once (counted
+ * in q->takers) until woken or until `deadline_ns` (absolute monotonic,
+ * negative = none), then polls once more. *rc is ETIMEDOUT when the
+ * deadline passed, else 0. Called with `lock` (the pool lock) held.
+ *
+ * With `spin`, the wait first spins briefly with the lock dropped, watching
+ * q->offers, and returns after the spin without sleeping (so the caller
+ * re-checks the pool's state, which may have changed unseen); without it,
+ * the wait sleeps on `cond`.
  */
 struct tpe__task *tpe__queue_take(struct tpe__queue *q, pthread_mutex_t *lock,
-    pthread_cond_t *cond, int64_t deadline_ns, int *rc);
+    pthread_cond_t *cond, int64_t deadline_ns, bool spin, int *rc);
 
 int tpe__queue_linked_create(struct tpe__queue **q);
 int tpe__queue_array_create(struct tpe__queue **q, size_t capacity);

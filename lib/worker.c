@@ -69,7 +69,7 @@ get_task_locked(tpe_t *pool)
 	struct tpe__queue *q = pool->queue;
 	struct tpe__task *t;
 	unsigned gen = pool->config_gen;
-	bool timed_out = false;
+	bool timed_out = false, spin = true;
 	int64_t deadline = -1;
 	int rc;
 
@@ -93,8 +93,10 @@ get_task_locked(tpe_t *pool)
 			deadline = -1;
 		else if (deadline < 0)
 			deadline = tpe__deadline(pool->keep_alive_ns);
+		/* Spin once per get_task, then sleep: see tpe__queue_take. */
 		t = tpe__queue_take(q, &pool->lock, &pool->work_cond,
-		    deadline, &rc);
+		    deadline, spin, &rc);
+		spin = false;
 		if (t != NULL)
 			return t;
 		if (pool->config_gen != gen) {
@@ -110,7 +112,8 @@ get_task_locked(tpe_t *pool)
 	return NULL;
 }
 
-static void
+/* Runs t; returns t when its node is left for recycling, NULL when freed. */
+static struct tpe__task *
 run_task(tpe_t *pool, struct tpe__task *t)
 {
 	const struct tpe_attr *a = &pool->attr;
@@ -120,7 +123,7 @@ run_task(tpe_t *pool, struct tpe__task *t)
 		/* A cancelled future: a no-op that still counts as completed. */
 		if (__atomic_load_n(&f->state, __ATOMIC_ACQUIRE) != TPE__F_NEW) {
 			tpe__pool_discard(pool, t);
-			return;
+			return NULL;
 		}
 	}
 	if (a->before != NULL)
@@ -132,7 +135,7 @@ run_task(tpe_t *pool, struct tpe__task *t)
 			if (a->after != NULL)
 				a->after(pool, NULL, f->arg, a->task_hook_ctx);
 			tpe__pool_discard(pool, t);
-			return;
+			return NULL;
 		}
 	} else {
 		t->fn(t->arg);
@@ -142,7 +145,7 @@ run_task(tpe_t *pool, struct tpe__task *t)
 		    a->task_hook_ctx);
 	if (f != NULL)
 		tpe__future_unref(f);
-	free(t);
+	return t;
 }
 
 static void
@@ -180,9 +183,11 @@ worker_main(void *arg)
 			pool->active++;
 		}
 		tpe__mutex_unlock(&pool->lock);
-		run_task(pool, t);
-		t = NULL;
+		t = run_task(pool, t);
 		tpe__mutex_lock(&pool->lock);
+		if (t != NULL)
+			tpe__pool_recycle_locked(pool, t);
+		t = NULL;
 		pool->active--;
 		pool->completed++;
 		notify_idle_locked(pool);

@@ -165,10 +165,14 @@ taker(void *arg)
 {
 	struct take_ctx *c = arg;
 
+	bool spin = true;
+
 	tpe__mutex_lock(&c->lock);
-	do
-		c->got = tpe__queue_take(c->q, &c->lock, &c->cond, -1, &c->rc);
-	while (c->got == NULL);
+	do {
+		c->got = tpe__queue_take(c->q, &c->lock, &c->cond, -1, spin,
+		    &c->rc);
+		spin = false;
+	} while (c->got == NULL);
 	tpe__mutex_unlock(&c->lock);
 	return NULL;
 }
@@ -194,6 +198,7 @@ test_queue_take_counts_waiters(void **state)
 		takers == 1; }), 10 * TU_S));
 	tpe__mutex_lock(&c.lock);
 	assert_int_equal(c.q->ops->offer(c.q, &node[3]), 0);
+	tpe__queue_offered(c.q); /* wakes it if it is still spinning */
 	tpe__cond_signal(&c.cond);
 	tpe__mutex_unlock(&c.lock);
 	pthread_join(th, NULL);
@@ -221,7 +226,7 @@ test_queue_take_times_out(void **state)
 	tpe__mutex_lock(&lock);
 	do
 		assert_null(tpe__queue_take(q, &lock, &cond,
-		    tpe__deadline(5 * TU_MS), &rc));
+		    tpe__deadline(5 * TU_MS), false, &rc));
 	while (rc != ETIMEDOUT);
 	assert_int_equal(q->takers, 0);
 	tpe__mutex_unlock(&lock);
@@ -229,6 +234,30 @@ test_queue_take_times_out(void **state)
 	q->ops->destroy(q);
 	tpe__cond_destroy(&cond);
 	tpe__mutex_destroy(&lock);
+}
+
+/* A submitter signals only for sleepers that spinning takers will not cover. */
+static void
+test_queue_signal_only_for_sleepers(void **state)
+{
+	struct tpe__queue *q;
+
+	(void)state;
+	init_nodes();
+	assert_int_equal(tpe__queue_linked_create(&q), 0);
+	assert_int_equal(q->ops->offer(q, &node[0]), 0);
+	q->takers = 2;
+	q->sleepers = 0;
+	assert_false(tpe__queue_needs_signal(q)); /* two spinners */
+	q->sleepers = 1;
+	assert_false(tpe__queue_needs_signal(q)); /* one spinner takes it */
+	assert_int_equal(q->ops->offer(q, &node[1]), 0);
+	assert_true(tpe__queue_needs_signal(q));  /* the second needs a sleeper */
+	q->takers = q->sleepers = 0;
+	assert_false(tpe__queue_needs_signal(q));
+	assert_non_null(q->ops->poll(q));
+	assert_non_null(q->ops->poll(q));
+	q->ops->destroy(q);
 }
 
 static void
@@ -250,6 +279,7 @@ main(void)
 		cmocka_unit_test(test_queue_handoff_needs_unclaimed_taker),
 		cmocka_unit_test(test_queue_take_counts_waiters),
 		cmocka_unit_test(test_queue_take_times_out),
+		cmocka_unit_test(test_queue_signal_only_for_sleepers),
 		cmocka_unit_test(test_queue_deadline_saturates),
 	};
 
