@@ -118,6 +118,7 @@ scaling_destroy(struct tpe__queue *q)
 static const struct tpe__queue_ops scaling_ops = {
 	.name = "scale-first",
 	.offer = scaling_offer,
+	.force = scaling_force,
 	.poll = scaling_poll,
 	.size = scaling_size,
 	.remaining = scaling_remaining,
@@ -131,7 +132,7 @@ reject_reenqueue(tpe_t *pool, struct tpe__task *t, void *ctx)
 	struct scaling_queue *sq = ctx;
 	int rc;
 
-	rc = tpe__pool_offer(pool, t, scaling_force);
+	rc = tpe__pool_offer(pool, t, tpe__queue_force);
 	if (rc == 0 || rc == ECANCELED)
 		return rc;
 	return sq->next_reject(pool, t, sq->next_ctx);

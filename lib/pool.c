@@ -296,7 +296,9 @@ tpe__pool_replace_oldest(tpe_t *pool, struct tpe__task *t,
 		rc = ECANCELED;
 	} else if ((*victim = q->ops->poll(q)) == NULL) {
 		rc = EAGAIN;
-	} else if ((rc = q->ops->offer(q, t)) == 0) {
+	} else if ((rc = tpe__queue_force(q, t)) == 0) {
+		/* Forced: the slot just freed is this task's, whatever policy
+		 * rule the queue's plain offer applies. */
 		rc = accepted_locked(pool, t, &signal);
 	}
 	tpe__mutex_unlock(&pool->lock);

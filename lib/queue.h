@@ -40,6 +40,9 @@ struct tpe__queue_ops {
 	const char *name;
 	/* Takes t (0) or refuses it (EAGAIN: full, or no taker for hand-off). */
 	int (*offer)(struct tpe__queue *q, struct tpe__task *t);
+	/* Optional: offer bypassing a policy's rule, capacity only (a decorator
+	 * such as scale-first's); NULL means offer. */
+	int (*force)(struct tpe__queue *q, struct tpe__task *t);
 	/* The oldest node, or NULL. */
 	struct tpe__task *(*poll)(struct tpe__queue *q);
 	size_t (*size)(const struct tpe__queue *q);
@@ -107,6 +110,12 @@ size_t tpe__linked_size(const struct tpe__queue *q);
 size_t tpe__linked_remove_if(struct tpe__queue *q, tpe__task_match_fn match,
     void *ctx, size_t max, struct tpe__task_list *out);
 void tpe__linked_destroy(struct tpe__queue *q);
+
+static inline int
+tpe__queue_force(struct tpe__queue *q, struct tpe__task *t)
+{
+	return q->ops->force != NULL ? q->ops->force(q, t) : q->ops->offer(q, t);
+}
 
 static inline bool
 tpe__queue_is_empty(const struct tpe__queue *q)

@@ -589,6 +589,41 @@ test_scale_first_caller_runs_when_full(void **state)
 	tu_latch_destroy(&release);
 }
 
+/* Discard-oldest under scale-first: the freed slot goes to the new task. */
+static void
+test_scale_first_discard_oldest(void **state)
+{
+	struct tu_latch started, release;
+	struct tu_blocker b = { &started, &release, NULL, 0 };
+	tpe_attr_t *a;
+	tpe_t *p;
+	int x = 0, y = 0;
+
+	(void)state;
+	tu_latch_init(&started, 1);
+	tu_latch_init(&release, 1);
+	assert_int_equal(tpe_attr_create(&a), 0);
+	assert_int_equal(tpe_attr_set_pool_size(a, 1, 1), 0);
+	assert_int_equal(tpe_attr_set_queue(a, TPE_QUEUE_BOUNDED, 1), 0);
+	assert_int_equal(tpe_attr_set_policy(a, TPE_POLICY_SCALE_FIRST), 0);
+	assert_int_equal(tpe_attr_set_rejection(a, TPE_REJECT_DISCARD_OLDEST),
+	    0);
+	assert_int_equal(tpe_create(&p, a), 0);
+	tpe_attr_destroy(a);
+
+	assert_int_equal(tpe_execute(p, tu_blocker_fn, &b), 0);
+	assert_true(tu_latch_wait_for(&started, BOUND));
+	assert_int_equal(tpe_execute(p, tu_count_fn, &x), 0); /* queued */
+	assert_int_equal(tpe_execute(p, tu_count_fn, &y), 0); /* replaces x */
+	assert_int_equal(tu_stats(p).queued, 1);
+	tu_latch_count_down(&release);
+	assert_int_equal(tpe_destroy(p), 0);
+	assert_int_equal(x, 0);
+	assert_int_equal(y, 1);
+	tu_latch_destroy(&started);
+	tu_latch_destroy(&release);
+}
+
 int
 main(void)
 {
@@ -604,6 +639,7 @@ main(void)
 		cmocka_unit_test(test_scale_first_queue_first_would_queue),
 		cmocka_unit_test(test_scale_first_handoff),
 		cmocka_unit_test(test_scale_first_caller_runs_when_full),
+		cmocka_unit_test(test_scale_first_discard_oldest),
 	};
 
 	tu_time_bound(0);
