@@ -316,6 +316,23 @@ tpe__pool_count_rejected(tpe_t *pool)
 }
 
 /*
+ * Starts a worker whose first task is t. t counts as submitted before the
+ * lock is dropped: the new worker may run and finish it before the lock
+ * comes back, and no snapshot may show completed > submitted. L held.
+ */
+static int
+start_with_task_locked(tpe_t *pool, struct tpe__task *t)
+{
+	int rc;
+
+	pool->submitted++;
+	rc = tpe__worker_start_locked(pool, t);
+	if (rc != 0)
+		pool->submitted--;
+	return rc;
+}
+
+/*
  * Java's execute(): 1. below core, a new worker for t; 2. the queue;
  * 3. below max, a new worker for t; 4. the rejection policy. Everything is
  * decided under pool->lock, so the shutdown re-check of Java's step 2 is
@@ -341,8 +358,7 @@ dispatch(tpe_t *pool, tpe_fn fn, void *arg, struct tpe_future *f)
 		return ENOMEM;
 	}
 	if (!pool->paused && pool->wc < pool->core) {
-		if (tpe__worker_start_locked(pool, t) == 0) {
-			pool->submitted++;
+		if (start_with_task_locked(pool, t) == 0) {
 			tpe__mutex_unlock(&pool->lock);
 			return 0;
 		}
@@ -363,8 +379,7 @@ dispatch(tpe_t *pool, tpe_fn fn, void *arg, struct tpe_future *f)
 		return rc;
 	}
 	if (!pool->paused && pool->wc < pool->max) {
-		if (tpe__worker_start_locked(pool, t) == 0) {
-			pool->submitted++;
+		if (start_with_task_locked(pool, t) == 0) {
 			tpe__mutex_unlock(&pool->lock);
 			return 0;
 		}
@@ -574,11 +589,18 @@ static int
 start_for_queue_locked(tpe_t *pool)
 {
 	size_t limit = pool->queued_grow_to_max ? pool->max : pool->core;
+	size_t queued = pool->queue->ops->size(pool->queue);
+	size_t unclaimed = queued > pool->queue->takers ?
+	    queued - pool->queue->takers : 0;
+	size_t k = pool->wc < limit ? limit - pool->wc : 0;
 	int rc = 0;
 
-	while (rc == 0 && pool->state == TPE__RUNNING && !pool->paused &&
-	    pool->wc < limit &&
-	    pool->queue->ops->size(pool->queue) > pool->queue->takers)
+	/* Decided once, like Java's setCorePoolSize: a worker just started
+	 * has not taken its task yet, so re-reading the queue would overshoot. */
+	if (k > unclaimed)
+		k = unclaimed;
+	while (rc == 0 && k-- > 0 && pool->state == TPE__RUNNING &&
+	    !pool->paused && pool->wc < limit)
 		rc = tpe__worker_start_locked(pool, NULL);
 	if (rc == 0)
 		rc = ensure_worker_locked(pool);

@@ -90,5 +90,9 @@ tpe__queue_take(struct tpe__queue *q, pthread_mutex_t *lock,
 		q->sleepers--;
 	}
 	q->takers--;
-	return q->ops->poll(q);
+	/*
+	 * No poll here: the caller re-checks the pool's state first (paused,
+	 * stopped) and polls at its next call, before it may decide to exit.
+	 */
+	return NULL;
 }

@@ -84,8 +84,10 @@ tpe__queue_needs_signal(const struct tpe__queue *q)
 /*
  * Returns the queue's oldest task; when there is none, waits once (counted
  * in q->takers) until woken or until `deadline_ns` (absolute monotonic,
- * negative = none), then polls once more. *rc is ETIMEDOUT when the
- * deadline passed, else 0. Called with `lock` (the pool lock) held.
+ * negative = none) and returns NULL, so that the caller re-checks its own
+ * state (paused, stopped) before it calls again, which polls first. *rc is
+ * ETIMEDOUT when the deadline passed, else 0. Called with `lock` (the pool
+ * lock) held.
  *
  * With `spin`, the wait first spins briefly with the lock dropped, watching
  * q->offers, and returns after the spin without sleeping (so the caller

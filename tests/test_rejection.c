@@ -1,0 +1,792 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_rejection.c - the rejection policies (ABORT, CALLER_RUNS, DISCARD,
+ * DISCARD_OLDEST, custom handler) for tpe_execute and tpe_submit, their
+ * counters, and submissions after shutdown (ECANCELED, no handler).
+ * Java behaviours (research/java_tpe.md part (a)): D 29-37, E 46.
+ */
+#define _GNU_SOURCE
+#include <string.h>
+
+#include "testutil.h"
+
+#define EV_TIMEOUT (10 * TU_S)
+#define CUSTOM (-1) /* "policy" value meaning: install reject_handler */
+
+/* ---- recorders ---------------------------------------------------------- */
+
+#define MAXREC 16
+
+struct call {
+	tpe_t *pool;
+	tpe_fn fn;
+	void *arg;
+	void *ctx;
+	pthread_t thr;
+};
+
+struct recorder {
+	pthread_mutex_t lock;
+	int n;
+	struct call c[MAXREC];
+};
+
+static struct recorder discards = { PTHREAD_MUTEX_INITIALIZER, 0, { { 0 } } };
+static struct recorder handled = { PTHREAD_MUTEX_INITIALIZER, 0, { { 0 } } };
+
+static void
+rec_reset(struct recorder *r)
+{
+	pthread_mutex_lock(&r->lock);
+	r->n = 0;
+	memset(r->c, 0, sizeof(r->c));
+	pthread_mutex_unlock(&r->lock);
+}
+
+static void
+rec_add(struct recorder *r, tpe_t *pool, tpe_fn fn, void *arg, void *ctx)
+{
+	pthread_mutex_lock(&r->lock);
+	if (r->n < MAXREC)
+		r->c[r->n] = (struct call){ pool, fn, arg, ctx, pthread_self() };
+	r->n++;
+	pthread_mutex_unlock(&r->lock);
+}
+
+static int
+rec_n(struct recorder *r)
+{
+	int n;
+
+	pthread_mutex_lock(&r->lock);
+	n = r->n;
+	pthread_mutex_unlock(&r->lock);
+	return n;
+}
+
+static struct call
+rec_get(struct recorder *r, int i)
+{
+	struct call c;
+
+	pthread_mutex_lock(&r->lock);
+	c = r->c[i];
+	pthread_mutex_unlock(&r->lock);
+	return c;
+}
+
+static void
+discard_cb(tpe_fn fn, void *arg, void *ctx)
+{
+	rec_add(&discards, NULL, fn, arg, ctx);
+}
+
+/* The custom handler: records the call, reads the pool's statistics (it
+ * runs outside every lock), then does what `handler_mode` says. */
+enum { H_RUN = 0, H_KEEP, H_REFUSE };
+static int handler_mode;
+static tpe_fn kept_fn;
+static void *kept_arg;
+static int handler_stats_rc;
+static struct tpe_stats handler_stats;
+
+static int
+reject_handler(tpe_t *pool, tpe_fn fn, void *arg, void *ctx)
+{
+	rec_add(&handled, pool, fn, arg, ctx);
+	handler_stats_rc = tpe_get_stats(pool, &handler_stats);
+	switch (handler_mode) {
+	case H_RUN:
+		fn(arg);
+		return 0;
+	case H_KEEP:
+		kept_fn = fn;
+		kept_arg = arg;
+		return 0;
+	default:
+		return ENOSPC;
+	}
+}
+
+static int handler_ctx_obj, discard_ctx_obj;
+
+/* P(1, max, kind/cap) with the given policy (or CUSTOM), the recording
+ * discard callback; resets the recorders. */
+static tpe_t *
+pool_rej(size_t max, enum tpe_queue_kind kind, size_t cap, int policy)
+{
+	tpe_attr_t *a;
+	tpe_t *p;
+
+	rec_reset(&discards);
+	rec_reset(&handled);
+	handler_mode = H_RUN;
+	kept_fn = NULL;
+	kept_arg = NULL;
+	handler_stats_rc = -1;
+	assert_int_equal(tpe_attr_create(&a), 0);
+	assert_int_equal(tpe_attr_set_pool_size(a, 1, max), 0);
+	assert_int_equal(tpe_attr_set_queue(a, kind, cap), 0);
+	if (policy == CUSTOM)
+		assert_int_equal(tpe_attr_set_rejection_handler(a, reject_handler,
+		    &handler_ctx_obj), 0);
+	else
+		assert_int_equal(tpe_attr_set_rejection(a,
+		    (enum tpe_rejection)policy), 0);
+	assert_int_equal(tpe_attr_set_discard_callback(a, discard_cb,
+	    &discard_ctx_obj), 0);
+	assert_int_equal(tpe_create(&p, a), 0);
+	tpe_attr_destroy(a);
+	return p;
+}
+
+/*
+ * Saturates P(1,1,ABQ(1)) (or hand-off): b[0] running, b[1] queued (if the
+ * queue is bounded). The blockers share `release`.
+ */
+struct sat {
+	struct tu_latch started, release;
+	struct tu_blocker b[2];
+};
+
+static void
+saturate(tpe_t *p, struct sat *s, bool queue_one)
+{
+	tu_latch_init(&s->started, 1);
+	tu_latch_init(&s->release, 1);
+	s->b[0] = (struct tu_blocker){ &s->started, &s->release, NULL, 0 };
+	s->b[1] = (struct tu_blocker){ NULL, &s->release, NULL, 0 };
+	assert_int_equal(tpe_execute(p, tu_blocker_fn, &s->b[0]), 0);
+	tu_latch_wait(&s->started);
+	if (queue_one)
+		assert_int_equal(tpe_execute(p, tu_blocker_fn, &s->b[1]), 0);
+}
+
+static void
+sat_release(struct sat *s)
+{
+	tu_latch_count_down(&s->release);
+}
+
+static void
+sat_destroy(struct sat *s)
+{
+	tu_latch_destroy(&s->started);
+	tu_latch_destroy(&s->release);
+}
+
+static int
+ran(const struct tu_blocker *b)
+{
+	return __atomic_load_n(&b->ran, __ATOMIC_SEQ_CST);
+}
+
+/* A callable that counts and records its thread. */
+struct callrec {
+	int ran;
+	pthread_t thr;
+};
+
+static void *
+callrec_fn(void *arg)
+{
+	struct callrec *c = arg;
+
+	c->thr = pthread_self();
+	__atomic_add_fetch(&c->ran, 1, __ATOMIC_SEQ_CST);
+	return arg;
+}
+
+static void
+callrec_task(void *arg)
+{
+	(void)callrec_fn(arg);
+}
+
+/* ---- ABORT (items 29, 36) ----------------------------------------------- */
+
+static void
+test_rejection_abort(void **state)
+{
+	static struct sat s;
+	static int count;
+	tpe_t *p = pool_rej(1, TPE_QUEUE_BOUNDED, 1, TPE_REJECT_ABORT);
+	struct tpe_stats before, after;
+
+	(void)state;
+	saturate(p, &s, true);
+	before = tu_stats(p);
+	assert_int_equal(before.submitted, 2);
+	assert_int_equal(before.rejected, 0);
+	count = 0;
+	assert_int_equal(tpe_execute(p, tu_count_fn, &count), EAGAIN);
+	after = tu_stats(p);
+	assert_int_equal(after.rejected, before.rejected + 1);
+	assert_int_equal(after.submitted, before.submitted);
+	assert_int_equal(after.queued, before.queued);
+	assert_int_equal(after.completed, before.completed);
+	assert_int_equal(after.pool_size, before.pool_size);
+	assert_int_equal(tpe_execute(p, tu_count_fn, &count), EAGAIN);
+	assert_int_equal(tu_stats(p).rejected, before.rejected + 2);
+	assert_int_equal(tu_stats(p).queued, 1);
+	sat_release(&s);
+	assert_int_equal(tpe_destroy(p), 0);
+	/* The caller kept the task: it never ran, nothing was handed back. */
+	assert_int_equal(count, 0);
+	assert_int_equal(rec_n(&discards), 0);
+	assert_int_equal(ran(&s.b[0]), 1);
+	assert_int_equal(ran(&s.b[1]), 1);
+	sat_destroy(&s);
+}
+
+/* Item 24 for submit: EAGAIN, *future untouched. */
+static void
+test_rejection_abort_submit(void **state)
+{
+	static struct sat s;
+	static struct callrec c;
+	tpe_t *p = pool_rej(1, TPE_QUEUE_BOUNDED, 1, TPE_REJECT_ABORT);
+	tpe_future_t *f = (tpe_future_t *)&c;
+	struct tpe_stats before, after;
+
+	(void)state;
+	saturate(p, &s, true);
+	before = tu_stats(p);
+	memset(&c, 0, sizeof(c));
+	assert_int_equal(tpe_submit(p, callrec_fn, &c, &f), EAGAIN);
+	assert_ptr_equal(f, (tpe_future_t *)&c);
+	after = tu_stats(p);
+	assert_int_equal(after.rejected, before.rejected + 1);
+	assert_int_equal(after.submitted, before.submitted);
+	assert_int_equal(after.queued, before.queued);
+	sat_release(&s);
+	assert_int_equal(tpe_destroy(p), 0);
+	assert_int_equal(c.ran, 0);
+	assert_int_equal(rec_n(&discards), 0);
+	sat_destroy(&s);
+}
+
+/* ---- CALLER_RUNS (item 31) ---------------------------------------------- */
+
+static void
+test_rejection_caller_runs(void **state)
+{
+	static struct sat s;
+	static struct callrec r[5];
+	tpe_t *p = pool_rej(1, TPE_QUEUE_BOUNDED, 1, TPE_REJECT_CALLER_RUNS);
+	struct tpe_stats st;
+	int i;
+
+	(void)state;
+	saturate(p, &s, false);
+	memset(r, 0, sizeof(r));
+	for (i = 0; i < 5; i++) {
+		assert_int_equal(tpe_execute(p, callrec_task, &r[i]), 0);
+		if (i > 0) {
+			/* Ran synchronously, in this thread, before return. */
+			assert_int_equal(r[i].ran, 1);
+			assert_true(pthread_equal(r[i].thr, pthread_self()));
+		}
+	}
+	assert_int_equal(tu_load(&r[0].ran), 0);
+	st = tu_stats(p);
+	assert_int_equal(st.queued, 1);
+	assert_int_equal(st.rejected, 4);
+	assert_int_equal(st.completed, 0);
+	sat_release(&s);
+	assert_int_equal(tpe_destroy(p), 0);
+	/* tasks[0] was queued and ran on the worker. */
+	assert_int_equal(r[0].ran, 1);
+	assert_false(pthread_equal(r[0].thr, pthread_self()));
+	for (i = 1; i < 5; i++)
+		assert_int_equal(r[i].ran, 1);
+	assert_int_equal(rec_n(&discards), 0);
+	sat_destroy(&s);
+}
+
+static void
+test_rejection_caller_runs_submit(void **state)
+{
+	static struct sat s;
+	static struct callrec c;
+	tpe_t *p = pool_rej(1, TPE_QUEUE_HANDOFF, 0, TPE_REJECT_CALLER_RUNS);
+	tpe_future_t *f = NULL;
+	void *res = NULL;
+
+	(void)state;
+	saturate(p, &s, false);
+	memset(&c, 0, sizeof(c));
+	assert_int_equal(tpe_submit(p, callrec_fn, &c, &f), 0);
+	assert_non_null(f);
+	assert_int_equal(c.ran, 1);
+	assert_true(pthread_equal(c.thr, pthread_self()));
+	assert_true(tpe_future_is_done(f));
+	assert_false(tpe_future_is_cancelled(f));
+	assert_int_equal(tpe_future_get(f, 0, &res), 0);
+	assert_ptr_equal(res, &c);
+	assert_int_equal(tpe_future_cancel(f), EBUSY);
+	tpe_future_release(f);
+	assert_int_equal(tu_stats(p).rejected, 1);
+	sat_release(&s);
+	assert_int_equal(tpe_destroy(p), 0);
+	assert_int_equal(c.ran, 1);
+	sat_destroy(&s);
+}
+
+/* ---- DISCARD (item 30) -------------------------------------------------- */
+
+static void
+test_rejection_discard(void **state)
+{
+	static struct sat s;
+	static int count;
+	tpe_t *p = pool_rej(1, TPE_QUEUE_BOUNDED, 1, TPE_REJECT_DISCARD);
+	struct tpe_stats before, after;
+	struct call c;
+
+	(void)state;
+	saturate(p, &s, true);
+	before = tu_stats(p);
+	count = 0;
+	assert_int_equal(tpe_execute(p, tu_count_fn, &count), 0);
+	after = tu_stats(p);
+	assert_int_equal(after.rejected, before.rejected + 1);
+	assert_int_equal(after.submitted, before.submitted);
+	assert_int_equal(after.queued, before.queued);
+	assert_int_equal(after.completed, before.completed);
+	/* Handed to the discard callback, exactly once, before return. */
+	assert_int_equal(rec_n(&discards), 1);
+	c = rec_get(&discards, 0);
+	assert_true(c.fn == tu_count_fn);
+	assert_ptr_equal(c.arg, &count);
+	assert_ptr_equal(c.ctx, &discard_ctx_obj);
+	sat_release(&s);
+	assert_int_equal(tpe_destroy(p), 0);
+	assert_int_equal(count, 0);
+	assert_int_equal(rec_n(&discards), 1);
+	assert_int_equal(ran(&s.b[1]), 1);
+	sat_destroy(&s);
+}
+
+/* Without a discard callback the task is simply dropped. */
+static void
+test_rejection_discard_no_callback(void **state)
+{
+	static struct sat s;
+	static int count;
+	tpe_t *p = tu_pool(1, 1, TPE_QUEUE_HANDOFF, 0, TPE_REJECT_DISCARD);
+
+	(void)state;
+	saturate(p, &s, false);
+	count = 0;
+	assert_int_equal(tpe_execute(p, tu_count_fn, &count), 0);
+	assert_int_equal(tpe_execute(p, tu_count_fn, &count), 0);
+	assert_int_equal(tu_stats(p).rejected, 2);
+	assert_int_equal(tu_stats(p).submitted, 1);
+	sat_release(&s);
+	assert_int_equal(tpe_destroy(p), 0);
+	assert_int_equal(count, 0);
+	sat_destroy(&s);
+}
+
+static void
+test_rejection_discard_submit(void **state)
+{
+	static struct sat s;
+	static struct callrec c;
+	tpe_t *p = pool_rej(1, TPE_QUEUE_BOUNDED, 1, TPE_REJECT_DISCARD);
+	tpe_future_t *f = NULL;
+	void *res = NULL;
+	struct call d;
+
+	(void)state;
+	saturate(p, &s, true);
+	memset(&c, 0, sizeof(c));
+	assert_int_equal(tpe_submit(p, callrec_fn, &c, &f), 0);
+	assert_non_null(f);
+	assert_true(tpe_future_is_done(f));
+	assert_true(tpe_future_is_cancelled(f));
+	assert_int_equal(tpe_future_get(f, 0, &res), ECANCELED);
+	assert_int_equal(tpe_future_get(f, -1, &res), ECANCELED);
+	assert_int_equal(tpe_future_cancel(f), 0);
+	assert_int_equal(rec_n(&discards), 1);
+	d = rec_get(&discards, 0);
+	assert_true(d.fn == NULL);
+	assert_ptr_equal(d.arg, &c);
+	assert_ptr_equal(d.ctx, &discard_ctx_obj);
+	sat_release(&s);
+	assert_int_equal(tpe_destroy(p), 0);
+	tpe_future_release(f);
+	assert_int_equal(c.ran, 0);
+	assert_int_equal(rec_n(&discards), 1);
+	sat_destroy(&s);
+}
+
+/* ---- DISCARD_OLDEST (item 33) ------------------------------------------- */
+
+static void
+test_rejection_discard_oldest(void **state)
+{
+	static struct sat s;
+	static struct tu_blocker r3;
+	tpe_t *p = pool_rej(1, TPE_QUEUE_BOUNDED, 1, TPE_REJECT_DISCARD_OLDEST);
+	struct tpe_stats before, after;
+	struct call d;
+
+	(void)state;
+	saturate(p, &s, true); /* r1 = b[0] running, r2 = b[1] queued */
+	before = tu_stats(p);
+	r3 = (struct tu_blocker){ NULL, &s.release, NULL, 0 };
+	assert_int_equal(tpe_execute(p, tu_blocker_fn, &r3), 0);
+	after = tu_stats(p);
+	assert_int_equal(after.queued, 1);
+	assert_int_equal(after.rejected, before.rejected + 1);
+	assert_int_equal(after.completed, before.completed);
+	/* The head (r2) went to the discard callback, exactly once. */
+	assert_int_equal(rec_n(&discards), 1);
+	d = rec_get(&discards, 0);
+	assert_true(d.fn == tu_blocker_fn);
+	assert_ptr_equal(d.arg, &s.b[1]);
+	assert_ptr_equal(d.ctx, &discard_ctx_obj);
+	/* r3 is the one queued now. */
+	assert_int_equal(tpe_remove(p, tu_blocker_fn, &s.b[1]), ENOENT);
+	sat_release(&s);
+	assert_int_equal(tpe_destroy(p), 0);
+	assert_int_equal(ran(&s.b[0]), 1);
+	assert_int_equal(ran(&s.b[1]), 0);
+	assert_int_equal(ran(&r3), 1);
+	assert_int_equal(rec_n(&discards), 1);
+	sat_destroy(&s);
+}
+
+/* The dropped head is a future: it is cancelled, the callback gets fn NULL. */
+static void
+test_rejection_discard_oldest_future_head(void **state)
+{
+	static struct sat s;
+	static struct callrec c2;
+	static int count;
+	tpe_t *p = pool_rej(1, TPE_QUEUE_BOUNDED, 1, TPE_REJECT_DISCARD_OLDEST);
+	tpe_future_t *f2 = NULL;
+	void *res;
+	struct call d;
+
+	(void)state;
+	saturate(p, &s, false);
+	memset(&c2, 0, sizeof(c2));
+	assert_int_equal(tpe_submit(p, callrec_fn, &c2, &f2), 0);
+	assert_false(tpe_future_is_done(f2));
+	count = 0;
+	assert_int_equal(tpe_execute(p, tu_count_fn, &count), 0);
+	assert_true(tpe_future_is_cancelled(f2));
+	assert_int_equal(tpe_future_get(f2, 0, &res), ECANCELED);
+	assert_int_equal(rec_n(&discards), 1);
+	d = rec_get(&discards, 0);
+	assert_true(d.fn == NULL);
+	assert_ptr_equal(d.arg, &c2);
+	sat_release(&s);
+	assert_int_equal(tpe_destroy(p), 0);
+	tpe_future_release(f2);
+	assert_int_equal(c2.ran, 0);
+	assert_int_equal(count, 1);
+	sat_destroy(&s);
+}
+
+/* Nothing to drop (hand-off queue): EAGAIN, the caller keeps the task. */
+static void
+test_rejection_discard_oldest_handoff(void **state)
+{
+	static struct sat s;
+	static int count;
+	static struct callrec c;
+	tpe_t *p = pool_rej(1, TPE_QUEUE_HANDOFF, 0, TPE_REJECT_DISCARD_OLDEST);
+	tpe_future_t *f = (tpe_future_t *)&c;
+
+	(void)state;
+	saturate(p, &s, false);
+	count = 0;
+	assert_int_equal(tpe_execute(p, tu_count_fn, &count), EAGAIN);
+	memset(&c, 0, sizeof(c));
+	assert_int_equal(tpe_submit(p, callrec_fn, &c, &f), EAGAIN);
+	assert_ptr_equal(f, (tpe_future_t *)&c);
+	assert_int_equal(rec_n(&discards), 0);
+	assert_int_equal(tu_stats(p).rejected, 2);
+	assert_int_equal(tu_stats(p).submitted, 1);
+	sat_release(&s);
+	assert_int_equal(tpe_destroy(p), 0);
+	assert_int_equal(count, 0);
+	assert_int_equal(c.ran, 0);
+	assert_int_equal(rec_n(&discards), 0);
+	sat_destroy(&s);
+}
+
+/* ---- custom handler (item 35) ------------------------------------------- */
+
+static void
+test_rejection_custom_handler_accepts(void **state)
+{
+	static struct sat s;
+	static int count;
+	tpe_t *p = pool_rej(1, TPE_QUEUE_BOUNDED, 1, CUSTOM);
+	struct call h;
+
+	(void)state;
+	saturate(p, &s, true);
+	count = 0;
+	handler_mode = H_RUN;
+	assert_int_equal(tpe_execute(p, tu_count_fn, &count), 0);
+	/* Called exactly once, with (pool, fn, arg, ctx), in this thread. */
+	assert_int_equal(rec_n(&handled), 1);
+	h = rec_get(&handled, 0);
+	assert_ptr_equal(h.pool, p);
+	assert_true(h.fn == tu_count_fn);
+	assert_ptr_equal(h.arg, &count);
+	assert_ptr_equal(h.ctx, &handler_ctx_obj);
+	assert_true(pthread_equal(h.thr, pthread_self()));
+	/* It ran outside the pool's lock: it could read the statistics. */
+	assert_int_equal(handler_stats_rc, 0);
+	assert_int_equal(handler_stats.queued, 1);
+	assert_int_equal(count, 1);
+	assert_int_equal(tu_stats(p).rejected, 1);
+	assert_int_equal(tu_stats(p).queued, 1);
+	sat_release(&s);
+	assert_int_equal(tpe_destroy(p), 0);
+	assert_int_equal(rec_n(&handled), 1);
+	assert_int_equal(rec_n(&discards), 0);
+	assert_int_equal(count, 1);
+	sat_destroy(&s);
+}
+
+static void
+test_rejection_custom_handler_refuses(void **state)
+{
+	static struct sat s;
+	static int count;
+	tpe_t *p = pool_rej(1, TPE_QUEUE_BOUNDED, 1, CUSTOM);
+	struct tpe_stats before, after;
+
+	(void)state;
+	saturate(p, &s, true);
+	before = tu_stats(p);
+	count = 0;
+	handler_mode = H_REFUSE;
+	assert_int_equal(tpe_execute(p, tu_count_fn, &count), ENOSPC);
+	assert_int_equal(rec_n(&handled), 1);
+	after = tu_stats(p);
+	assert_int_equal(after.rejected, before.rejected + 1);
+	assert_int_equal(after.submitted, before.submitted);
+	assert_int_equal(after.queued, before.queued);
+	sat_release(&s);
+	assert_int_equal(tpe_destroy(p), 0);
+	assert_int_equal(count, 0);
+	assert_int_equal(rec_n(&handled), 1);
+	assert_int_equal(rec_n(&discards), 0);
+	sat_destroy(&s);
+}
+
+/* For tpe_submit the handler gets a runnable pair; fn(arg) completes the
+ * future. */
+static void
+test_rejection_custom_handler_submit(void **state)
+{
+	static struct sat s;
+	static struct callrec c, c2;
+	tpe_t *p = pool_rej(1, TPE_QUEUE_HANDOFF, 0, CUSTOM);
+	tpe_future_t *f = NULL, *f2 = (tpe_future_t *)&c2;
+	void *res = NULL;
+	struct call h;
+
+	(void)state;
+	saturate(p, &s, false);
+	memset(&c, 0, sizeof(c));
+	handler_mode = H_KEEP;
+	assert_int_equal(tpe_submit(p, callrec_fn, &c, &f), 0);
+	assert_non_null(f);
+	assert_int_equal(rec_n(&handled), 1);
+	h = rec_get(&handled, 0);
+	assert_ptr_equal(h.pool, p);
+	assert_non_null(h.fn);
+	assert_ptr_equal(h.ctx, &handler_ctx_obj);
+	/* Not run yet: the future is not done. */
+	assert_int_equal(c.ran, 0);
+	assert_false(tpe_future_is_done(f));
+	assert_int_equal(tpe_future_get(f, 0, &res), ETIMEDOUT);
+	/* Running the pair runs the callable and completes the future. */
+	kept_fn(kept_arg);
+	assert_int_equal(c.ran, 1);
+	assert_true(pthread_equal(c.thr, pthread_self()));
+	assert_true(tpe_future_is_done(f));
+	assert_false(tpe_future_is_cancelled(f));
+	assert_int_equal(tpe_future_get(f, 0, &res), 0);
+	assert_ptr_equal(res, &c);
+	tpe_future_release(f);
+
+	/* A refusing handler: its value, *future untouched. */
+	handler_mode = H_REFUSE;
+	memset(&c2, 0, sizeof(c2));
+	assert_int_equal(tpe_submit(p, callrec_fn, &c2, &f2), ENOSPC);
+	assert_ptr_equal(f2, (tpe_future_t *)&c2);
+	assert_int_equal(rec_n(&handled), 2);
+	assert_int_equal(tu_stats(p).rejected, 2);
+	sat_release(&s);
+	assert_int_equal(tpe_destroy(p), 0);
+	assert_int_equal(c.ran, 1);
+	assert_int_equal(c2.ran, 0);
+	assert_int_equal(rec_n(&discards), 0);
+	sat_destroy(&s);
+}
+
+/* ---- after shutdown (items 32, 34, 37) ---------------------------------- */
+
+static void
+after_shutdown_check(int policy)
+{
+	static struct sat s;
+	static int count;
+	static struct callrec c;
+	tpe_t *p = pool_rej(1, TPE_QUEUE_BOUNDED, 1, policy);
+	tpe_future_t *f = (tpe_future_t *)&c;
+
+	saturate(p, &s, true);
+	count = 0;
+	memset(&c, 0, sizeof(c));
+	assert_int_equal(tpe_shutdown(p), 0);
+	assert_int_equal(tpe_execute(p, tu_count_fn, &count), ECANCELED);
+	assert_int_equal(tpe_submit(p, callrec_fn, &c, &f), ECANCELED);
+	assert_ptr_equal(f, (tpe_future_t *)&c);
+	/* No handler ran, nothing ran in the caller, the head stayed. */
+	assert_int_equal(count, 0);
+	assert_int_equal(c.ran, 0);
+	assert_int_equal(rec_n(&handled), 0);
+	assert_int_equal(rec_n(&discards), 0);
+	assert_int_equal(tu_stats(p).queued, 1);
+	assert_false(tpe_is_terminated(p));
+	sat_release(&s);
+	assert_int_equal(tpe_await_termination(p, -1), 0);
+	/* And after termination. */
+	assert_int_equal(tpe_execute(p, tu_count_fn, &count), ECANCELED);
+	assert_int_equal(tpe_submit(p, callrec_fn, &c, &f), ECANCELED);
+	assert_ptr_equal(f, (tpe_future_t *)&c);
+	assert_int_equal(tpe_destroy(p), 0);
+	assert_int_equal(count, 0);
+	assert_int_equal(c.ran, 0);
+	assert_int_equal(rec_n(&handled), 0);
+	assert_int_equal(rec_n(&discards), 0);
+	/* The queued task was not dropped: shutdown drained it. */
+	assert_int_equal(ran(&s.b[0]), 1);
+	assert_int_equal(ran(&s.b[1]), 1);
+	sat_destroy(&s);
+}
+
+static void
+test_rejection_after_shutdown_every_policy(void **state)
+{
+	(void)state;
+	after_shutdown_check(TPE_REJECT_ABORT);
+	after_shutdown_check(TPE_REJECT_CALLER_RUNS);
+	after_shutdown_check(TPE_REJECT_DISCARD);
+	after_shutdown_check(TPE_REJECT_DISCARD_OLDEST);
+	after_shutdown_check(CUSTOM);
+}
+
+/* A shut-down pool that is not saturated refuses too. */
+static void
+test_rejection_after_shutdown_idle_pool(void **state)
+{
+	static int count;
+	tpe_t *p = pool_rej(2, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_CALLER_RUNS);
+
+	(void)state;
+	count = 0;
+	assert_int_equal(tpe_shutdown(p), 0);
+	assert_int_equal(tpe_execute(p, tu_count_fn, &count), ECANCELED);
+	assert_int_equal(tpe_destroy(p), 0);
+	assert_int_equal(count, 0);
+}
+
+/* ---- item 46: rejected while saturated and after shutdown ----------------- */
+
+static void
+drained_cb(tpe_fn fn, void *arg, void *ctx)
+{
+	rec_add(&handled, NULL, fn, arg, ctx);
+}
+
+static void
+saturated_then_shutdown(bool now)
+{
+	static struct sat s;
+	static int count;
+	tpe_t *p = pool_rej(1, TPE_QUEUE_BOUNDED, 1, TPE_REJECT_ABORT);
+	struct tpe_stats st;
+	struct call d;
+
+	saturate(p, &s, true);
+	count = 0;
+	assert_int_equal(tpe_execute(p, tu_count_fn, &count), EAGAIN);
+	if (now) {
+		assert_int_equal(tpe_shutdown_now(p, drained_cb, &count), 0);
+		/* The queued task came back, before shutdown_now returned. */
+		assert_int_equal(rec_n(&handled), 1);
+		d = rec_get(&handled, 0);
+		assert_true(d.fn == tu_blocker_fn);
+		assert_ptr_equal(d.arg, &s.b[1]);
+		assert_ptr_equal(d.ctx, &count);
+	} else {
+		assert_int_equal(tpe_shutdown(p), 0);
+	}
+	assert_int_equal(tpe_execute(p, tu_count_fn, &count), ECANCELED);
+	assert_false(tpe_is_terminated(p));
+	sat_release(&s);
+	assert_int_equal(tpe_await_termination(p, -1), 0);
+	assert_int_equal(tpe_execute(p, tu_count_fn, &count), ECANCELED);
+	st = tu_stats(p);
+	assert_int_equal(st.completed, now ? 1 : 2);
+	assert_int_equal(st.queued, 0);
+	assert_int_equal(st.pool_size, 0);
+	assert_int_equal(tpe_destroy(p), 0);
+	assert_int_equal(count, 0);
+	assert_int_equal(ran(&s.b[1]), now ? 0 : 1);
+	sat_destroy(&s);
+}
+
+static void
+test_rejection_saturated_then_shutdown(void **state)
+{
+	(void)state;
+	saturated_then_shutdown(false);
+}
+
+static void
+test_rejection_saturated_then_shutdown_now(void **state)
+{
+	(void)state;
+	saturated_then_shutdown(true);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_rejection_abort),
+		cmocka_unit_test(test_rejection_abort_submit),
+		cmocka_unit_test(test_rejection_caller_runs),
+		cmocka_unit_test(test_rejection_caller_runs_submit),
+		cmocka_unit_test(test_rejection_discard),
+		cmocka_unit_test(test_rejection_discard_no_callback),
+		cmocka_unit_test(test_rejection_discard_submit),
+		cmocka_unit_test(test_rejection_discard_oldest),
+		cmocka_unit_test(test_rejection_discard_oldest_future_head),
+		cmocka_unit_test(test_rejection_discard_oldest_handoff),
+		cmocka_unit_test(test_rejection_custom_handler_accepts),
+		cmocka_unit_test(test_rejection_custom_handler_refuses),
+		cmocka_unit_test(test_rejection_custom_handler_submit),
+		cmocka_unit_test(test_rejection_after_shutdown_every_policy),
+		cmocka_unit_test(test_rejection_after_shutdown_idle_pool),
+		cmocka_unit_test(test_rejection_saturated_then_shutdown),
+		cmocka_unit_test(test_rejection_saturated_then_shutdown_now),
+	};
+
+	tu_time_bound(0);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,640 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_resize.c - dynamic sizing: tpe_set_pool_size, tpe_set_keep_alive,
+ * tpe_set_allow_core_timeout, keep-alive expiry, tpe_prestart_core_threads,
+ * and a task resizing its own pool.
+ * Java behaviours (research/java_tpe.md part (a)): B 13-17 (pool setters),
+ * F 64, 65, G 68-76, 79.
+ */
+#define _GNU_SOURCE
+#include <string.h>
+
+#include "testutil.h"
+
+#define EV_TIMEOUT (10 * TU_S)
+
+static tpe_t *
+pool_ka(size_t core, size_t max, int64_t keep_alive, bool allow,
+    enum tpe_queue_kind kind, size_t cap)
+{
+	tpe_attr_t *a;
+	tpe_t *p;
+
+	assert_int_equal(tpe_attr_create(&a), 0);
+	assert_int_equal(tpe_attr_set_pool_size(a, core, max), 0);
+	assert_int_equal(tpe_attr_set_keep_alive(a, keep_alive), 0);
+	assert_int_equal(tpe_attr_set_allow_core_timeout(a, allow), 0);
+	assert_int_equal(tpe_attr_set_queue(a, kind, cap), 0);
+	assert_int_equal(tpe_create(&p, a), 0);
+	tpe_attr_destroy(a);
+	return p;
+}
+
+static void
+blockers_init(struct tu_blocker *b, size_t n, struct tu_latch *started,
+    struct tu_latch *release)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		b[i] = (struct tu_blocker){ started, release, NULL, 0 };
+}
+
+static int
+ran(const struct tu_blocker *b)
+{
+	return __atomic_load_n(&b->ran, __ATOMIC_SEQ_CST);
+}
+
+static size_t
+pool_size(tpe_t *p)
+{
+	return tu_stats(p).pool_size;
+}
+
+static void
+check_sizes(tpe_t *p, size_t core, size_t max)
+{
+	struct tpe_stats s = tu_stats(p);
+
+	assert_int_equal(s.core_size, core);
+	assert_int_equal(s.max_size, max);
+}
+
+/* ---- tpe_set_pool_size: errors and round trips (items 13-16) ------------ */
+
+static void
+test_resize_set_pool_size_errors(void **state)
+{
+	tpe_t *p = tu_pool(2, 3, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
+
+	(void)state;
+	assert_int_equal(tpe_set_pool_size(NULL, 1, 1), EINVAL);
+	/* max 0, max below core, "negative" core: both unchanged. */
+	assert_int_equal(tpe_set_pool_size(p, 0, 0), EINVAL);
+	check_sizes(p, 2, 3);
+	assert_int_equal(tpe_set_pool_size(p, 2, 1), EINVAL);
+	check_sizes(p, 2, 3);
+	assert_int_equal(tpe_set_pool_size(p, 4, 3), EINVAL);
+	check_sizes(p, 2, 3);
+	assert_int_equal(tpe_set_pool_size(p, (size_t)-1, 3), EINVAL);
+	check_sizes(p, 2, 3);
+	/* Item 16. */
+	assert_int_equal(tpe_set_pool_size(p, 2, 5), 0);
+	check_sizes(p, 2, 5);
+	assert_int_equal(tpe_set_pool_size(p, 2, 4), 0);
+	check_sizes(p, 2, 4);
+	assert_int_equal(tpe_set_pool_size(p, 0, 1), 0);
+	check_sizes(p, 0, 1);
+	/* Setting sizes starts no thread on a pool without tasks. */
+	assert_int_equal(pool_size(p), 0);
+	assert_int_equal(tpe_destroy(p), 0);
+}
+
+/* Item 14: for s = 1..4, (s, s) works; (s+1, s) and (s, 0) fail and leave
+ * (s, s). */
+static void
+test_resize_set_pool_size_round_trips(void **state)
+{
+	tpe_t *p = tu_pool(1, 1, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
+	size_t s;
+
+	(void)state;
+	for (s = 1; s <= 4; s++) {
+		assert_int_equal(tpe_set_pool_size(p, s, s), 0);
+		check_sizes(p, s, s);
+		assert_int_equal(tpe_set_pool_size(p, s + 1, s), EINVAL);
+		check_sizes(p, s, s);
+		assert_int_equal(tpe_set_pool_size(p, s, s - 1), EINVAL);
+		check_sizes(p, s, s);
+	}
+	/* Shrinking: core first is implied by the single call. */
+	assert_int_equal(tpe_set_pool_size(p, 1, 2), 0);
+	check_sizes(p, 1, 2);
+	/* Setters work after shutdown and after termination, like Java. */
+	assert_int_equal(tpe_shutdown(p), 0);
+	assert_int_equal(tpe_set_pool_size(p, 2, 3), 0);
+	check_sizes(p, 2, 3);
+	assert_int_equal(tpe_await_termination(p, -1), 0);
+	assert_int_equal(tpe_set_pool_size(p, 1, 1), 0);
+	check_sizes(p, 1, 1);
+	assert_int_equal(tpe_set_pool_size(p, 2, 1), EINVAL);
+	check_sizes(p, 1, 1);
+	assert_int_equal(tpe_set_keep_alive(p, TU_S), 0);
+	assert_int_equal(tpe_set_allow_core_timeout(p, true), 0);
+	assert_int_equal(pool_size(p), 0);
+	assert_int_equal(tpe_destroy(p), 0);
+}
+
+/* ---- items 71, 72, 79, 73: ConfigChanges -------------------------------- */
+
+static void
+test_resize_config_changes(void **state)
+{
+	static struct tu_latch started1, started2, release;
+	static struct tu_blocker b[21];
+	static int count;
+	tpe_t *p = pool_ka(3, 9, 60 * TU_S, false, TPE_QUEUE_BOUNDED, 9);
+	struct tpe_stats s;
+	int64_t t0;
+	int i;
+
+	(void)state;
+	tu_latch_init(&started1, 9);
+	tu_latch_init(&started2, 3);
+	tu_latch_init(&release, 1);
+	blockers_init(b, 18, &started1, &release);
+	blockers_init(b + 18, 3, &started2, &release);
+	/* Item 71: 18 blockers = 3 core + 9 queued + 6 non-core. */
+	for (i = 0; i < 18; i++)
+		assert_int_equal(tpe_execute(p, tu_blocker_fn, &b[i]), 0);
+	tu_latch_wait(&started1);
+	s = tu_stats(p);
+	assert_int_equal(s.pool_size, 9);
+	assert_int_equal(s.largest_pool_size, 9);
+	assert_int_equal(s.active, 9);
+	assert_int_equal(s.queued, 9);
+	assert_int_equal(s.submitted, 18);
+	count = 0;
+	assert_int_equal(tpe_execute(p, tu_count_fn, &count), EAGAIN);
+	/* Grow max while saturated: new submissions start threads. */
+	assert_int_equal(tpe_set_pool_size(p, 3, 12), 0);
+	for (i = 18; i < 21; i++)
+		assert_int_equal(tpe_execute(p, tu_blocker_fn, &b[i]), 0);
+	tu_latch_wait(&started2);
+	s = tu_stats(p);
+	assert_int_equal(s.pool_size, 12);
+	assert_int_equal(s.largest_pool_size, 12);
+	assert_int_equal(s.active, 12);
+	assert_int_equal(s.queued, 9);
+	assert_int_equal(s.submitted, 21);
+	assert_int_equal(s.completed + s.active + s.queued, 21);
+
+	/* Item 72: lower max while all 12 are busy: nobody is disturbed. */
+	assert_int_equal(tpe_set_pool_size(p, 3, 6), 0);
+	s = tu_stats(p);
+	assert_int_equal(s.max_size, 6);
+	assert_int_equal(s.pool_size, 12);
+	assert_int_equal(s.active, 12);
+	/* Item 79: no thread is created while the count is above max. */
+	assert_int_equal(tpe_execute(p, tu_count_fn, &count), EAGAIN);
+	assert_int_equal(tu_stats(p).pool_size, 12);
+	tu_latch_count_down(&release);
+	/* The surplus exits as tasks finish: 6 threads stay (keep-alive 60 s). */
+	assert_true(TU_EVENTUALLY((s = tu_stats(p)).completed == 21 &&
+	    s.pool_size == 6, EV_TIMEOUT));
+	assert_int_equal(s.largest_pool_size, 12);
+	assert_int_equal(s.queued, 0);
+	for (i = 0; i < 21; i++)
+		assert_int_equal(ran(&b[i]), 1);
+	assert_true(TU_EVENTUALLY(tu_stats(p).idle == 6, EV_TIMEOUT));
+
+	/* Item 73: a shorter keep-alive re-times the idle waits: down to core. */
+	t0 = tu_now_ns();
+	assert_int_equal(tpe_set_keep_alive(p, 10 * TU_MS), 0);
+	assert_true(TU_EVENTUALLY(pool_size(p) == 3, EV_TIMEOUT));
+	assert_true(tu_now_ns() - t0 >= 10 * TU_MS);
+	/* Then allow-core-timeout: down to 0. */
+	assert_int_equal(tpe_set_allow_core_timeout(p, true), 0);
+	assert_true(TU_EVENTUALLY(pool_size(p) == 0, EV_TIMEOUT));
+	s = tu_stats(p);
+	assert_int_equal(s.largest_pool_size, 12);
+	assert_int_equal(s.completed, 21);
+	/* The pool still works: a new task starts a thread again. */
+	assert_int_equal(tpe_execute(p, tu_count_fn, &count), 0);
+	assert_int_equal(tpe_wait_idle(p, -1), 0);
+	assert_int_equal(tu_load(&count), 1);
+	assert_int_equal(tpe_shutdown(p), 0);
+	assert_int_equal(tpe_await_termination(p, -1), 0);
+	assert_int_equal(tpe_destroy(p), 0);
+	tu_latch_destroy(&started1);
+	tu_latch_destroy(&started2);
+	tu_latch_destroy(&release);
+}
+
+/* ---- tpe_set_keep_alive / allow-core-timeout errors (items 17, 18) ------ */
+
+static void
+test_resize_set_keep_alive_errors(void **state)
+{
+	tpe_t *p = tu_pool(1, 2, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
+
+	(void)state;
+	assert_int_equal(tpe_set_keep_alive(NULL, TU_S), EINVAL);
+	assert_int_equal(tpe_set_allow_core_timeout(NULL, false), EINVAL);
+	assert_int_equal(tpe_set_keep_alive(p, -1), EINVAL);
+	assert_int_equal(tpe_set_keep_alive(p, INT64_MIN), EINVAL);
+	assert_int_equal(tpe_set_keep_alive(p, 0), 0);
+	assert_int_equal(tpe_set_allow_core_timeout(p, true), EINVAL);
+	assert_int_equal(tpe_set_allow_core_timeout(p, false), 0);
+	assert_int_equal(tpe_set_keep_alive(p, 5 * TU_MS), 0);
+	assert_int_equal(tpe_set_allow_core_timeout(p, true), 0);
+	assert_int_equal(tpe_set_keep_alive(p, 0), EINVAL);
+	assert_int_equal(tpe_set_keep_alive(p, -7), EINVAL);
+	assert_int_equal(tpe_set_allow_core_timeout(p, true), 0);
+	assert_int_equal(tpe_destroy(p), 0);
+}
+
+/* The failing setters left keep-alive 10 ms + allow-core-timeout: a core
+ * thread times out. */
+static void
+test_resize_keep_alive_unchanged_after_error(void **state)
+{
+	static int count;
+	tpe_t *p = tu_pool(1, 1, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
+
+	(void)state;
+	assert_int_equal(tpe_set_keep_alive(p, 10 * TU_MS), 0);
+	assert_int_equal(tpe_set_allow_core_timeout(p, true), 0);
+	assert_int_equal(tpe_set_keep_alive(p, 0), EINVAL);
+	assert_int_equal(tpe_set_keep_alive(p, -1), EINVAL);
+	count = 0;
+	assert_int_equal(tpe_execute(p, tu_count_fn, &count), 0);
+	assert_true(TU_EVENTUALLY(pool_size(p) == 0, EV_TIMEOUT));
+	assert_int_equal(tu_load(&count), 1);
+	assert_int_equal(tu_stats(p).largest_pool_size, 1);
+	assert_int_equal(tpe_destroy(p), 0);
+}
+
+/* ---- items 68, 69: allow-core-timeout ------------------------------------ */
+
+static void
+test_resize_allow_core_timeout_true(void **state)
+{
+	static int count;
+	tpe_t *p = pool_ka(2, 10, 10 * TU_MS, true, TPE_QUEUE_BOUNDED, 10);
+	int64_t t0;
+
+	(void)state;
+	count = 0;
+	t0 = tu_now_ns();
+	assert_int_equal(tpe_execute(p, tu_count_fn, &count), 0);
+	assert_int_equal(tpe_execute(p, tu_count_fn, &count), 0);
+	assert_true(TU_EVENTUALLY(pool_size(p) == 0, EV_TIMEOUT));
+	/* The threads waited the keep-alive before leaving. */
+	assert_true(tu_now_ns() - t0 >= 10 * TU_MS);
+	assert_int_equal(tu_load(&count), 2);
+	assert_int_equal(tu_stats(p).largest_pool_size, 2);
+	/* Turning it off again at run time keeps new core threads. */
+	assert_int_equal(tpe_set_allow_core_timeout(p, false), 0);
+	assert_int_equal(tpe_execute(p, tu_count_fn, &count), 0);
+	assert_true(TU_EVENTUALLY(tu_stats(p).completed == 3, EV_TIMEOUT));
+	tu_sleep_ns(50 * TU_MS); /* lower-bound wait: 5 keep-alive periods */
+	assert_int_equal(pool_size(p), 1);
+	assert_int_equal(tpe_destroy(p), 0);
+}
+
+static void
+test_resize_allow_core_timeout_false(void **state)
+{
+	static int count;
+	tpe_t *p = pool_ka(2, 10, 10 * TU_MS, false, TPE_QUEUE_BOUNDED, 10);
+
+	(void)state;
+	count = 0;
+	assert_int_equal(tpe_execute(p, tu_count_fn, &count), 0);
+	assert_int_equal(tpe_execute(p, tu_count_fn, &count), 0);
+	assert_true(TU_EVENTUALLY(tu_stats(p).completed == 2, EV_TIMEOUT));
+	tu_sleep_ns(50 * TU_MS); /* lower-bound wait: 5 keep-alive periods */
+	assert_int_equal(pool_size(p), 2);
+	/* Switching it on at run time: the idle core threads time out. */
+	assert_int_equal(tpe_set_allow_core_timeout(p, true), 0);
+	assert_true(TU_EVENTUALLY(pool_size(p) == 0, EV_TIMEOUT));
+	assert_int_equal(tpe_destroy(p), 0);
+	assert_int_equal(tu_load(&count), 2);
+}
+
+/* ---- item 70: TimeOutShrink --------------------------------------------- */
+
+static void
+test_resize_timeout_shrink_to_core(void **state)
+{
+	static struct tu_latch started, release;
+	static struct tu_blocker b[8];
+	tpe_t *p = pool_ka(4, 8, 10 * TU_MS, false, TPE_QUEUE_HANDOFF, 0);
+	int i, round;
+
+	(void)state;
+	for (round = 0; round < 2; round++) {
+		tu_latch_init(&started, 8);
+		tu_latch_init(&release, 1);
+		blockers_init(b, 8, &started, &release);
+		for (i = 0; i < 8; i++)
+			assert_int_equal(tpe_execute(p, tu_blocker_fn, &b[i]), 0);
+		tu_latch_wait(&started);
+		assert_int_equal(pool_size(p), 8);
+		tu_latch_count_down(&release);
+		assert_true(TU_EVENTUALLY(pool_size(p) <= 4, EV_TIMEOUT));
+		assert_int_equal(pool_size(p), 4);
+		/* Several keep-alive periods later: still exactly core. */
+		tu_sleep_ns(60 * TU_MS);
+		assert_int_equal(pool_size(p), 4);
+		assert_true(TU_EVENTUALLY(tu_stats(p).idle == 4, EV_TIMEOUT));
+		tu_latch_destroy(&started);
+		tu_latch_destroy(&release);
+	}
+	assert_true(TU_EVENTUALLY(tu_stats(p).completed == 16, EV_TIMEOUT));
+	assert_int_equal(tpe_destroy(p), 0);
+}
+
+/* ---- item 75: raising core with queued tasks starts workers ------------- */
+
+static void
+test_resize_raise_core_starts_workers(void **state)
+{
+	static struct tu_latch started0, started1, release;
+	static struct tu_blocker b[6];
+	tpe_t *p = tu_pool(1, 8, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
+	struct tpe_stats s;
+	int i;
+
+	(void)state;
+	tu_latch_init(&started0, 1);
+	tu_latch_init(&started1, 3);
+	tu_latch_init(&release, 1);
+	b[0] = (struct tu_blocker){ &started0, &release, NULL, 0 };
+	blockers_init(b + 1, 5, &started1, &release);
+	assert_int_equal(tpe_execute(p, tu_blocker_fn, &b[0]), 0);
+	tu_latch_wait(&started0);
+	for (i = 1; i < 4; i++)
+		assert_int_equal(tpe_execute(p, tu_blocker_fn, &b[i]), 0);
+	s = tu_stats(p);
+	assert_int_equal(s.pool_size, 1);
+	assert_int_equal(s.queued, 3);
+	/* core 1 -> 6 with 3 queued: min(6 - 1, 3) = 3 new workers. */
+	assert_int_equal(tpe_set_pool_size(p, 6, 8), 0);
+	tu_latch_wait(&started1);
+	s = tu_stats(p);
+	assert_int_equal(s.pool_size, 4);
+	assert_int_equal(s.queued, 0);
+	assert_int_equal(s.active, 4);
+	/* With an empty queue, raising core starts none. */
+	assert_int_equal(tpe_set_pool_size(p, 8, 8), 0);
+	assert_int_equal(pool_size(p), 4);
+	/* Below the new core, a task starts a thread (step 1). */
+	assert_int_equal(tpe_execute(p, tu_blocker_fn, &b[4]), 0);
+	assert_int_equal(pool_size(p), 5);
+	tu_latch_count_down(&release);
+	assert_int_equal(tpe_wait_idle(p, -1), 0);
+	assert_int_equal(pool_size(p), 5);
+	assert_int_equal(tu_stats(p).largest_pool_size, 5);
+	assert_int_equal(tpe_destroy(p), 0);
+	for (i = 0; i < 5; i++)
+		assert_int_equal(ran(&b[i]), 1);
+	tu_latch_destroy(&started0);
+	tu_latch_destroy(&started1);
+	tu_latch_destroy(&release);
+}
+
+/* Item 75, second half: lowering core lets idle workers above it time out. */
+static void
+test_resize_lower_core_idle_workers_exit(void **state)
+{
+	static struct tu_latch started, release;
+	static struct tu_blocker b[4];
+	tpe_t *p = pool_ka(4, 4, 10 * TU_MS, false, TPE_QUEUE_UNBOUNDED, 0);
+	int i;
+
+	(void)state;
+	tu_latch_init(&started, 4);
+	tu_latch_init(&release, 1);
+	blockers_init(b, 4, &started, &release);
+	for (i = 0; i < 4; i++)
+		assert_int_equal(tpe_execute(p, tu_blocker_fn, &b[i]), 0);
+	tu_latch_wait(&started);
+	tu_latch_count_down(&release);
+	assert_true(TU_EVENTUALLY(tu_stats(p).idle == 4, EV_TIMEOUT));
+	tu_sleep_ns(30 * TU_MS); /* core threads: no keep-alive expiry */
+	assert_int_equal(pool_size(p), 4);
+	assert_int_equal(tpe_set_pool_size(p, 1, 4), 0);
+	assert_true(TU_EVENTUALLY(pool_size(p) == 1, EV_TIMEOUT));
+	tu_sleep_ns(30 * TU_MS);
+	assert_int_equal(pool_size(p), 1);
+	assert_int_equal(tpe_destroy(p), 0);
+	tu_latch_destroy(&started);
+	tu_latch_destroy(&release);
+}
+
+/* Lowering max below the live count: idle surplus workers exit now. */
+static void
+test_resize_lower_max_idle_surplus_exits(void **state)
+{
+	static struct tu_latch started, release;
+	static struct tu_blocker b[4];
+	tpe_t *p = tu_pool(4, 4, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
+	int i;
+
+	(void)state;
+	tu_latch_init(&started, 4);
+	tu_latch_init(&release, 1);
+	blockers_init(b, 4, &started, &release);
+	for (i = 0; i < 4; i++)
+		assert_int_equal(tpe_execute(p, tu_blocker_fn, &b[i]), 0);
+	tu_latch_wait(&started);
+	tu_latch_count_down(&release);
+	assert_true(TU_EVENTUALLY(tu_stats(p).idle == 4, EV_TIMEOUT));
+	/* Keep-alive is 60 s: only the lowered max makes them leave. */
+	assert_int_equal(tpe_set_pool_size(p, 2, 2), 0);
+	assert_true(TU_EVENTUALLY(pool_size(p) == 2, EV_TIMEOUT));
+	assert_int_equal(tu_stats(p).largest_pool_size, 4);
+	assert_int_equal(tpe_destroy(p), 0);
+	tu_latch_destroy(&started);
+	tu_latch_destroy(&release);
+}
+
+/* ---- item 76: the last worker never leaves a non-empty queue ------------- */
+
+static void
+test_resize_last_worker_drains_queue(void **state)
+{
+	static struct tu_latch started, release;
+	static struct tu_blocker b;
+	static int count;
+	tpe_t *p = pool_ka(1, 1, 1, true, TPE_QUEUE_UNBOUNDED, 0);
+	int i;
+
+	(void)state;
+	tu_latch_init(&started, 1);
+	tu_latch_init(&release, 1);
+	b = (struct tu_blocker){ &started, &release, NULL, 0 };
+	assert_int_equal(tpe_execute(p, tu_blocker_fn, &b), 0);
+	tu_latch_wait(&started);
+	count = 0;
+	for (i = 0; i < 100; i++)
+		assert_int_equal(tpe_execute(p, tu_count_fn, &count), 0);
+	tu_latch_count_down(&release);
+	/* Every queued task runs although the worker may time out any time the
+	 * queue is empty. */
+	assert_true(TU_EVENTUALLY(tu_load(&count) == 100, EV_TIMEOUT));
+	assert_true(TU_EVENTUALLY(pool_size(p) == 0, EV_TIMEOUT));
+	assert_int_equal(tu_stats(p).completed, 101);
+	assert_int_equal(tpe_destroy(p), 0);
+	tu_latch_destroy(&started);
+	tu_latch_destroy(&release);
+}
+
+/* ---- items 64, 65: tpe_prestart_core_threads ---------------------------- */
+
+static void
+test_resize_prestart_core_threads(void **state)
+{
+	static int count;
+	tpe_t *p = tu_pool(2, 6, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
+	struct tpe_stats s;
+	size_t n;
+
+	(void)state;
+	assert_int_equal(tpe_prestart_core_threads(NULL, &n), EINVAL);
+	n = 99;
+	assert_int_equal(tpe_prestart_core_threads(p, &n), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(pool_size(p), 2);
+	n = 99;
+	assert_int_equal(tpe_prestart_core_threads(p, &n), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(pool_size(p), 2);
+	/* Prestarted workers wait for work and take it: no new thread. */
+	assert_true(TU_EVENTUALLY((s = tu_stats(p)).idle == 2, EV_TIMEOUT));
+	assert_int_equal(s.active, 0);
+	count = 0;
+	assert_int_equal(tpe_execute(p, tu_count_fn, &count), 0);
+	assert_int_equal(pool_size(p), 2);
+	assert_int_equal(tpe_wait_idle(p, -1), 0);
+	assert_int_equal(tu_load(&count), 1);
+	/* Raise core: 2 more. */
+	assert_int_equal(tpe_set_pool_size(p, 4, 6), 0);
+	n = 99;
+	assert_int_equal(tpe_prestart_core_threads(p, &n), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(pool_size(p), 4);
+	assert_int_equal(tpe_prestart_core_threads(p, NULL), 0);
+	assert_int_equal(pool_size(p), 4);
+	n = 99;
+	assert_int_equal(tpe_prestart_core_threads(p, &n), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(tu_stats(p).largest_pool_size, 4);
+	/* After shutdown: ECANCELED. */
+	assert_int_equal(tpe_shutdown(p), 0);
+	assert_int_equal(tpe_prestart_core_threads(p, &n), ECANCELED);
+	assert_int_equal(tpe_prestart_core_threads(p, NULL), ECANCELED);
+	assert_int_equal(tpe_destroy(p), 0);
+
+	/* core 0: starts nothing. */
+	p = tu_pool(0, 3, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
+	n = 99;
+	assert_int_equal(tpe_prestart_core_threads(p, &n), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(pool_size(p), 0);
+	assert_int_equal(tpe_destroy(p), 0);
+}
+
+/* Prestart with some core threads already alive starts only the rest. */
+static void
+test_resize_prestart_partial(void **state)
+{
+	static struct tu_latch started, release;
+	static struct tu_blocker b;
+	tpe_t *p = tu_pool(3, 3, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
+	size_t n = 99;
+
+	(void)state;
+	tu_latch_init(&started, 1);
+	tu_latch_init(&release, 1);
+	b = (struct tu_blocker){ &started, &release, NULL, 0 };
+	assert_int_equal(tpe_execute(p, tu_blocker_fn, &b), 0);
+	tu_latch_wait(&started);
+	assert_int_equal(tpe_prestart_core_threads(p, &n), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(pool_size(p), 3);
+	tu_latch_count_down(&release);
+	assert_int_equal(tpe_destroy(p), 0);
+	tu_latch_destroy(&started);
+	tu_latch_destroy(&release);
+}
+
+/* ---- item 74: a task resizes its own pool (SelfInterrupt) ---------------- */
+
+enum { SELF_N = 8 };
+
+struct self_resize {
+	tpe_t *pool;
+	struct tu_latch all_started, release, done;
+	int rc[SELF_N][2];
+	int next;
+};
+
+static void
+self_resize_fn(void *arg)
+{
+	struct self_resize *s = arg;
+	int i = __atomic_fetch_add(&s->next, 1, __ATOMIC_SEQ_CST);
+
+	tu_latch_count_down(&s->all_started);
+	tu_latch_wait(&s->all_started);
+	s->rc[i][0] = tpe_set_pool_size(s->pool, SELF_N, SELF_N);
+	s->rc[i][1] = tpe_set_pool_size(s->pool, 1, SELF_N);
+	tu_latch_count_down(&s->done);
+	tu_latch_wait(&s->release);
+}
+
+static void
+test_resize_task_resizes_own_pool(void **state)
+{
+	static struct self_resize s;
+	tpe_t *p = pool_ka(SELF_N, SELF_N, 1, false, TPE_QUEUE_HANDOFF, 0);
+	struct tpe_stats st;
+	int i;
+
+	(void)state;
+	memset(&s, 0, sizeof(s));
+	s.pool = p;
+	tu_latch_init(&s.all_started, SELF_N);
+	tu_latch_init(&s.release, 1);
+	tu_latch_init(&s.done, SELF_N);
+	for (i = 0; i < SELF_N; i++)
+		assert_int_equal(tpe_execute(p, self_resize_fn, &s), 0);
+	tu_latch_wait(&s.done);
+	for (i = 0; i < SELF_N; i++) {
+		assert_int_equal(s.rc[i][0], 0);
+		assert_int_equal(s.rc[i][1], 0);
+	}
+	/* The busy workers were not disturbed. */
+	st = tu_stats(p);
+	assert_int_equal(st.core_size, 1);
+	assert_int_equal(st.max_size, SELF_N);
+	assert_int_equal(st.pool_size, SELF_N);
+	assert_int_equal(st.active, SELF_N);
+	tu_latch_count_down(&s.release);
+	/* Then the non-core workers time out (keep-alive 1 ns): core 1 stays. */
+	assert_true(TU_EVENTUALLY((st = tu_stats(p)).pool_size == 1 &&
+	    st.completed == SELF_N, EV_TIMEOUT));
+	assert_int_equal(tpe_destroy(p), 0);
+	tu_latch_destroy(&s.all_started);
+	tu_latch_destroy(&s.release);
+	tu_latch_destroy(&s.done);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_resize_set_pool_size_errors),
+		cmocka_unit_test(test_resize_set_pool_size_round_trips),
+		cmocka_unit_test(test_resize_config_changes),
+		cmocka_unit_test(test_resize_set_keep_alive_errors),
+		cmocka_unit_test(test_resize_keep_alive_unchanged_after_error),
+		cmocka_unit_test(test_resize_allow_core_timeout_true),
+		cmocka_unit_test(test_resize_allow_core_timeout_false),
+		cmocka_unit_test(test_resize_timeout_shrink_to_core),
+		cmocka_unit_test(test_resize_raise_core_starts_workers),
+		cmocka_unit_test(test_resize_lower_core_idle_workers_exit),
+		cmocka_unit_test(test_resize_lower_max_idle_surplus_exits),
+		cmocka_unit_test(test_resize_last_worker_drains_queue),
+		cmocka_unit_test(test_resize_prestart_core_threads),
+		cmocka_unit_test(test_resize_prestart_partial),
+		cmocka_unit_test(test_resize_task_resizes_own_pool),
+	};
+
+	tu_time_bound(0);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
