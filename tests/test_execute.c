@@ -6,6 +6,7 @@
  * Java behaviours (research/java_tpe.md part (a)): C 19-28, F 57-63.
  */
 #define _GNU_SOURCE
+#include <signal.h>
 #include <string.h>
 
 #include "testutil.h"
@@ -1212,6 +1213,50 @@ test_execute_pause_errors(void **state)
 	assert_int_equal(tpe_destroy(p), 0);
 }
 
+/* Worker threads block every asynchronous signal, not the synchronous ones. */
+struct sigmask_probe {
+	sigset_t mask;
+	struct tu_latch done;
+};
+
+static void
+record_sigmask(void *arg)
+{
+	struct sigmask_probe *sp = arg;
+
+	pthread_sigmask(SIG_BLOCK, NULL, &sp->mask);
+	tu_latch_count_down(&sp->done);
+}
+
+static void
+test_execute_workers_block_async_signals(void **state)
+{
+	static const int async_sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGUSR1,
+	    SIGUSR2, SIGCHLD, SIGPIPE, SIGALRM };
+	static const int sync_sigs[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL };
+	struct sigmask_probe sp;
+	sigset_t caller, empty;
+	size_t i;
+
+	(void)state;
+	/* The caller's own mask is untouched by thread creation. */
+	sigemptyset(&empty);
+	pthread_sigmask(SIG_SETMASK, &empty, NULL);
+	tu_latch_init(&sp.done, 1);
+	tpe_t *p = tu_pool(1, 1, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
+
+	assert_int_equal(tpe_execute(p, record_sigmask, &sp), 0);
+	tu_latch_wait(&sp.done);
+	for (i = 0; i < sizeof(async_sigs) / sizeof(async_sigs[0]); i++)
+		assert_int_equal(sigismember(&sp.mask, async_sigs[i]), 1);
+	for (i = 0; i < sizeof(sync_sigs) / sizeof(sync_sigs[0]); i++)
+		assert_int_equal(sigismember(&sp.mask, sync_sigs[i]), 0);
+	pthread_sigmask(SIG_BLOCK, NULL, &caller);
+	assert_int_equal(sigismember(&caller, SIGINT), 0);
+	assert_int_equal(tpe_destroy(p), 0);
+	tu_latch_destroy(&sp.done);
+}
+
 int
 main(void)
 {
@@ -1241,6 +1286,7 @@ main(void)
 		cmocka_unit_test(test_execute_pause_rejects_when_queue_full),
 		cmocka_unit_test(test_execute_pause_running_task_finishes),
 		cmocka_unit_test(test_execute_pause_errors),
+		cmocka_unit_test(test_execute_workers_block_async_signals),
 	};
 
 	tu_time_bound(0);
