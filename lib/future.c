@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "future.h"
+#include "registry.h"
 #include "sync.h"
 
 int
@@ -20,6 +21,7 @@ tpe__future_create(struct tpe_future **fp, tpe_call_fn fn, void *arg)
 	f->fn = fn;
 	f->arg = arg;
 	f->refs = 2;
+	f->fork_gen = __atomic_load_n(&tpe__fork_generation, __ATOMIC_RELAXED);
 	*fp = f;
 	return 0;
 }
@@ -30,8 +32,11 @@ tpe__future_unref(struct tpe_future *f)
 	/* acq_rel: the last owner sees every write of the other owner. */
 	if (__atomic_sub_fetch(&f->refs, 1, __ATOMIC_ACQ_REL) != 0)
 		return;
-	tpe__cond_destroy(&f->cond);
-	tpe__mutex_destroy(&f->lock);
+	if (f->fork_gen ==
+	    __atomic_load_n(&tpe__fork_generation, __ATOMIC_RELAXED)) {
+		tpe__cond_destroy(&f->cond);
+		tpe__mutex_destroy(&f->lock);
+	}
 	free(f);
 }
 

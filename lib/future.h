@@ -12,7 +12,10 @@
  * References: the submitter's and the pool's (refs starts at 2). The pool
  * drops its reference after running or disposing of the task, so the
  * submitter may release first. refs is atomic so that release never takes
- * f->lock (it is also what the child of a fork may call).
+ * f->lock (it is also what the child of a fork may call). A future made
+ * before a fork() is freed in the child without destroying its lock and
+ * condition variable: parent threads that waited on them do not exist
+ * there, and glibc's destroy would wait for them forever.
  */
 #ifndef TPE_FUTURE_H
 #define TPE_FUTURE_H
@@ -37,6 +40,7 @@ struct tpe_future {
 	tpe_call_fn fn;   /* I */
 	void *arg;        /* I */
 	unsigned refs;    /* A: atomic */
+	unsigned fork_gen; /* I: tpe__fork_generation at creation */
 };
 
 /* A new future with two references (the caller's and the pool's). */

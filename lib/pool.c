@@ -881,6 +881,7 @@ tpe__pool_atfork_child(tpe_t *pool)
 	pool->idle_waiters = pool->handing_back = 0;
 	pool->paused = false;
 	set_state_locked(pool, TPE__TERMINATED);
+	tpe__mutex_init(&pool->lock);
 	tpe__cond_init(&pool->work_cond);
 	tpe__cond_init(&pool->idle_cond);
 	tpe__cond_init(&pool->term_cond);

@@ -148,7 +148,8 @@ void tpe__pool_count_rejected(tpe_t *pool);
 /* A tpe__task_match_fn that matches the node `ctx` itself. */
 bool tpe__task_is(const struct tpe__task *t, void *ctx);
 
-/* In the child of fork(), with pool->lock held by this thread. */
+/* In the child of fork(), with pool->lock held by this thread (copied from
+ * the parent); leaves it initialised afresh, unlocked. */
 void tpe__pool_atfork_child(tpe_t *pool);
 
 /* The pool this thread is a worker of / runs the terminated hook of. */

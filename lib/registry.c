@@ -9,7 +9,10 @@
  * and then every pool's lock, so no pool is halfway through a change when
  * fork() copies the address space; parent() releases them; child() runs in
  * the only thread of the child, which holds all of them: it marks every
- * pool terminated (tpe__pool_atfork_child) and releases the locks.
+ * pool terminated (tpe__pool_atfork_child) and initialises the locks and
+ * condition variables afresh (threads that waited on them in the parent
+ * do not exist here), and bumps tpe__fork_generation so that futures made
+ * before the fork are freed without destroying their copied primitives.
  * pool->lock is never held while user code runs, so prepare() cannot wait
  * on a task.
  */
@@ -19,6 +22,7 @@
 #include "sync.h"
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+unsigned tpe__fork_generation; /* A: bumped in every child of fork() */
 static tpe_t *registry_head; /* R */
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
@@ -47,11 +51,13 @@ child(void)
 {
 	tpe_t *p;
 
-	for (p = registry_head; p != NULL; p = p->reg_next) {
+	/* Threads that waited in the parent are still counted by the copied
+	 * mutexes and condition variables: initialise them afresh instead of
+	 * unlocking (glibc's destroy would otherwise report EBUSY). */
+	__atomic_add_fetch(&tpe__fork_generation, 1, __ATOMIC_RELAXED);
+	for (p = registry_head; p != NULL; p = p->reg_next)
 		tpe__pool_atfork_child(p);
-		tpe__mutex_unlock(&p->lock);
-	}
-	tpe__mutex_unlock(&registry_lock);
+	tpe__mutex_init(&registry_lock);
 }
 
 static void

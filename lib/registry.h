@@ -9,6 +9,9 @@
 
 #include "pool.h"
 
+/* How many fork()s this process descends from (A: atomic). */
+extern unsigned tpe__fork_generation;
+
 void tpe__registry_add(tpe_t *pool);
 void tpe__registry_remove(tpe_t *pool);
 

@@ -251,8 +251,6 @@ tpe__worker_start_locked(tpe_t *pool, struct tpe__task *first)
 	/* Reserve: concurrent callers see the slot taken at once. */
 	pool->wc++;
 	pool->nthreads++;
-	if (pool->wc > pool->largest)
-		pool->largest = pool->wc;
 	if (first != NULL)
 		pool->active++;
 	id = ++pool->next_id;
@@ -272,8 +270,12 @@ tpe__worker_start_locked(tpe_t *pool, struct tpe__task *first)
 	}
 
 	tpe__mutex_lock(&pool->lock);
-	if (rc == 0)
+	if (rc == 0) {
+		/* Counted once it exists: a failed start never shows. */
+		if (pool->wc > pool->largest)
+			pool->largest = pool->wc;
 		return 0;
+	}
 	if (w != NULL) {
 		list_remove(&pool->live, w);
 		free(w);

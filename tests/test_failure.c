@@ -1,0 +1,816 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_failure.c - deterministic failure injection: pthread_create and
+ * malloc/calloc failing inside the library (Java behaviours 54-56, and the
+ * Samba rule of research/c_landscape.md (d)).
+ *
+ * Linked with -Wl,--wrap=malloc,--wrap=calloc,--wrap=pthread_create: the
+ * library's (and this file's) calls go through the __wrap_ functions below,
+ * which call the real ones unless a test armed a failure. cmocka and libc
+ * allocate through their own, unwrapped references, but the arming is kept
+ * as narrow as possible anyway: only around the call under test and, for
+ * malloc, only for calls from the arming thread.
+ */
+#include <string.h>
+
+#include "testutil.h"
+
+/* ---- the wrappers ----------------------------------------------------- */
+
+void *__real_malloc(size_t size);
+void *__real_calloc(size_t n, size_t size);
+int __real_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
+    void *(*start)(void *), void *arg);
+
+void *__wrap_malloc(size_t size);
+void *__wrap_calloc(size_t n, size_t size);
+int __wrap_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
+    void *(*start)(void *), void *arg);
+
+/*
+ * An armed failure: the first `skip` matching calls succeed, the next
+ * `count` fail (count < 0: all of them). Only calls from `thread` match
+ * unless `any_thread`. All fields are read and written atomically.
+ */
+struct fault {
+	int armed;
+	int any_thread;
+	pthread_t thread;
+	long skip;
+	long count;
+	long seen;    /* matching calls while armed */
+	long failed;  /* calls made to fail */
+};
+
+static struct fault malloc_fault;   /* malloc and calloc share it */
+static struct fault create_fault;
+
+static bool
+fault_hit(struct fault *f)
+{
+	long n, count;
+
+	if (!__atomic_load_n(&f->armed, __ATOMIC_SEQ_CST))
+		return false;
+	if (!__atomic_load_n(&f->any_thread, __ATOMIC_SEQ_CST) &&
+	    !pthread_equal(pthread_self(), f->thread))
+		return false;
+	n = __atomic_fetch_add(&f->seen, 1, __ATOMIC_SEQ_CST);
+	if (n < f->skip)
+		return false;
+	count = f->count;
+	if (count >= 0 && n - f->skip >= count)
+		return false;
+	__atomic_add_fetch(&f->failed, 1, __ATOMIC_SEQ_CST);
+	return true;
+}
+
+static void
+fault_arm(struct fault *f, long skip, long count, bool any_thread)
+{
+	f->thread = pthread_self();
+	f->skip = skip;
+	f->count = count;
+	f->seen = 0;
+	f->failed = 0;
+	__atomic_store_n(&f->any_thread, any_thread ? 1 : 0, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&f->armed, 1, __ATOMIC_SEQ_CST);
+}
+
+/* Disarms; returns how many calls were made to fail. */
+static long
+fault_disarm(struct fault *f)
+{
+	__atomic_store_n(&f->armed, 0, __ATOMIC_SEQ_CST);
+	return __atomic_load_n(&f->failed, __ATOMIC_SEQ_CST);
+}
+
+void *
+__wrap_malloc(size_t size)
+{
+	if (fault_hit(&malloc_fault)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return __real_malloc(size);
+}
+
+void *
+__wrap_calloc(size_t n, size_t size)
+{
+	if (fault_hit(&malloc_fault)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return __real_calloc(n, size);
+}
+
+int
+__wrap_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
+    void *(*start)(void *), void *arg)
+{
+	if (fault_hit(&create_fault))
+		return EAGAIN;
+	return __real_pthread_create(thread, attr, start, arg);
+}
+
+/* ---- helpers ---------------------------------------------------------- */
+
+/* Asserts the pool holds nothing and started nothing. */
+static void
+assert_pool_empty(tpe_t *pool)
+{
+	struct tpe_stats s = tu_stats(pool);
+
+	assert_int_equal(s.pool_size, 0);
+	assert_int_equal(s.active, 0);
+	assert_int_equal(s.queued, 0);
+	assert_int_equal(s.submitted, 0);
+	assert_int_equal(s.completed, 0);
+}
+
+/* Shuts down, waits, destroys: the clean-up every failure must allow. */
+static void
+finish(tpe_t *pool)
+{
+	assert_int_equal(tpe_shutdown(pool), 0);
+	assert_int_equal(tpe_await_termination(pool, 60 * TU_S), 0);
+	assert_int_equal(tpe_destroy(pool), 0);
+}
+
+/* A task recording the thread it ran on. */
+struct on_thread {
+	pthread_t thread;
+	int ran;                  /* atomic */
+	struct tu_latch *done;    /* may be NULL */
+};
+
+static void
+on_thread_fn(void *arg)
+{
+	struct on_thread *t = arg;
+
+	t->thread = pthread_self();
+	__atomic_add_fetch(&t->ran, 1, __ATOMIC_SEQ_CST);
+	if (t->done)
+		tu_latch_count_down(t->done);
+}
+
+static void *
+ret_arg_fn(void *arg)
+{
+	__atomic_add_fetch((int *)arg, 1, __ATOMIC_SEQ_CST);
+	return arg;
+}
+
+/* ---- (a) the first worker cannot be created --------------------------- */
+
+static void
+first_worker_fails(size_t core, size_t max, enum tpe_queue_kind kind,
+    size_t cap)
+{
+	tpe_t *pool = tu_pool(core, max, kind, cap, TPE_REJECT_ABORT);
+	int count = 0, count2 = 0, fcount = 0;
+	tpe_future_t *f = (tpe_future_t *)&count;   /* sentinel */
+	struct tu_latch done;
+	struct tu_blocker ok = { NULL, NULL, &done, 0 };
+	int rc, rc2;
+
+	tu_latch_init(&done, 1);
+	fault_arm(&create_fault, 0, -1, false);
+	rc = tpe_execute(pool, tu_count_fn, &count);
+	rc2 = tpe_submit(pool, ret_arg_fn, &fcount, &f);
+	assert_true(fault_disarm(&create_fault) >= 2);
+	assert_int_equal(rc, EAGAIN);
+	assert_int_equal(rc2, EAGAIN);
+	assert_ptr_equal(f, (tpe_future_t *)&count);  /* not written */
+	assert_pool_empty(pool);                      /* nothing kept */
+	assert_int_equal(tu_load(&count), 0);
+	assert_int_equal(tu_load(&fcount), 0);
+
+	/* The failure stopped: the pool works. */
+	assert_int_equal(tpe_execute(pool, tu_blocker_fn, &ok), 0);
+	tu_latch_wait(&done);
+	assert_int_equal(tpe_execute(pool, tu_count_fn, &count2), 0);
+	finish(pool);
+	/* The refused tasks never ran, not even later. */
+	assert_int_equal(tu_load(&count), 0);
+	assert_int_equal(tu_load(&fcount), 0);
+	assert_int_equal(tu_load(&count2), 1);
+	tu_latch_destroy(&done);
+}
+
+static void
+test_failure_first_worker_create_fails(void **state)
+{
+	(void)state;
+	first_worker_fails(1, 1, TPE_QUEUE_UNBOUNDED, 0);     /* step 1 */
+	first_worker_fails(2, 4, TPE_QUEUE_BOUNDED, 4);       /* step 1 */
+	first_worker_fails(0, 1, TPE_QUEUE_UNBOUNDED, 0);     /* step 2 re-check */
+	first_worker_fails(0, 3, TPE_QUEUE_BOUNDED, 2);       /* step 2 re-check */
+	first_worker_fails(0, 2, TPE_QUEUE_HANDOFF, 0);       /* step 3 */
+}
+
+/*
+ * The same when allocations fail: every allocation of one execute on a
+ * fresh pool fails in turn, (1) from then on: the call is refused and
+ * nothing is kept; (2) once: the library may retry and accept the task,
+ * which must then run exactly once.
+ */
+static void
+test_failure_first_worker_alloc_fails(void **state)
+{
+	tpe_t *pool = tu_pool(1, 1, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
+	int count = 0, expected = 0;
+	long k;
+	int rc;
+
+	(void)state;
+	for (k = 0;; k++) {
+		fault_arm(&malloc_fault, k, -1, false);
+		rc = tpe_execute(pool, tu_count_fn, &count);
+		if (fault_disarm(&malloc_fault) == 0) {
+			assert_int_equal(rc, 0);
+			expected++;
+			break;
+		}
+		assert_true(rc == ENOMEM || rc == EAGAIN);
+		assert_pool_empty(pool);
+		assert_true(k < 100);
+	}
+	assert_true(k >= 2);   /* at least the task node and the worker */
+	finish(pool);
+	assert_int_equal(tu_load(&count), expected);
+
+	pool = tu_pool(1, 1, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
+	count = expected = 0;
+	for (k = 0;; k++) {
+		struct tpe_stats s;
+
+		fault_arm(&malloc_fault, k, 1, false);
+		rc = tpe_execute(pool, tu_count_fn, &count);
+		if (fault_disarm(&malloc_fault) == 0) {
+			assert_int_equal(rc, 0);
+			expected++;
+			break;
+		}
+		s = tu_stats(pool);
+		if (rc == 0) {
+			expected++;
+			assert_int_equal(s.submitted, (uint64_t)expected);
+		} else {
+			assert_true(rc == ENOMEM || rc == EAGAIN);
+			assert_int_equal(s.submitted, (uint64_t)expected);
+			assert_int_equal(s.queued + s.active + s.completed,
+			    (uint64_t)expected);
+			if (expected == 0)
+				assert_pool_empty(pool);
+		}
+		assert_true(k < 100);
+	}
+	finish(pool);
+	assert_int_equal(tu_load(&count), expected);
+}
+
+/*
+ * largest_pool_size is "the most worker threads ever alive at once": a
+ * thread that could not be created was never alive.
+ */
+static void
+test_failure_largest_pool_size_counts_only_live_threads(void **state)
+{
+	tpe_t *pool = tu_pool(2, 2, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
+	struct tu_latch started, release;
+	struct tu_blocker b = { &started, &release, NULL, 0 };
+	int count = 0;
+	int rc;
+
+	(void)state;
+	tu_latch_init(&started, 1);
+	tu_latch_init(&release, 1);
+	fault_arm(&create_fault, 0, -1, false);
+	rc = tpe_execute(pool, tu_count_fn, &count);
+	assert_true(fault_disarm(&create_fault) >= 1);
+	assert_int_equal(rc, EAGAIN);
+	assert_int_equal(tu_stats(pool).largest_pool_size, 0);
+
+	assert_int_equal(tpe_execute(pool, tu_blocker_fn, &b), 0);
+	tu_latch_wait(&started);
+	fault_arm(&create_fault, 0, -1, false);
+	rc = tpe_execute(pool, tu_count_fn, &count);   /* kept: queued */
+	assert_true(fault_disarm(&create_fault) >= 1);
+	assert_int_equal(rc, 0);
+	assert_int_equal(tu_stats(pool).pool_size, 1);
+	assert_int_equal(tu_stats(pool).largest_pool_size, 1);
+	tu_latch_count_down(&release);
+	finish(pool);
+	assert_int_equal(tu_load(&count), 1);
+	tu_latch_destroy(&started);
+	tu_latch_destroy(&release);
+}
+
+/* ---- (b) creation fails once a worker is alive (Java item 55) --------- */
+
+static void
+test_failure_create_fails_after_first_worker(void **state)
+{
+	enum { N = 100 };
+	tpe_t *pool = tu_pool(N, N, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
+	struct on_thread t[N];
+	struct tu_latch done;
+	struct tpe_stats s;
+	long failed;
+	int i, rc[N];
+
+	(void)state;
+	tu_latch_init(&done, N);
+	memset(t, 0, sizeof(t));
+	/* Every creation but the first fails, from any thread. */
+	fault_arm(&create_fault, 1, -1, true);
+	for (i = 0; i < N; i++) {
+		t[i].done = &done;
+		rc[i] = tpe_execute(pool, on_thread_fn, &t[i]);
+	}
+	tu_latch_wait(&done);
+	s = tu_stats(pool);
+	failed = fault_disarm(&create_fault);
+	for (i = 0; i < N; i++)
+		assert_int_equal(rc[i], 0);
+	assert_true(failed >= 1);
+	for (i = 0; i < N; i++) {
+		assert_int_equal(tu_load(&t[i].ran), 1);
+		assert_true(pthread_equal(t[i].thread, t[0].thread));
+	}
+	assert_int_equal(s.pool_size, 1);
+	assert_int_equal(s.submitted, N);
+	finish(pool);
+	tu_latch_destroy(&done);
+}
+
+/* The worker is busy; the next core worker cannot start: the task waits. */
+static void
+test_failure_create_fails_task_queued_behind_busy_worker(void **state)
+{
+	tpe_t *pool = tu_pool(2, 2, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
+	struct tu_latch started, release, done;
+	struct tu_blocker b = { &started, &release, NULL, 0 };
+	struct on_thread t = { 0 };
+	struct tpe_stats s;
+	int rc;
+
+	(void)state;
+	tu_latch_init(&started, 1);
+	tu_latch_init(&release, 1);
+	tu_latch_init(&done, 1);
+	t.done = &done;
+	assert_int_equal(tpe_execute(pool, tu_blocker_fn, &b), 0);
+	tu_latch_wait(&started);
+	fault_arm(&create_fault, 0, -1, false);
+	rc = tpe_execute(pool, on_thread_fn, &t);
+	assert_true(fault_disarm(&create_fault) >= 1);
+	assert_int_equal(rc, 0);
+	s = tu_stats(pool);
+	assert_int_equal(s.pool_size, 1);
+	assert_int_equal(s.queued, 1);
+	assert_int_equal(s.submitted, 2);
+	assert_int_equal(tu_load(&t.ran), 0);
+	tu_latch_count_down(&release);
+	tu_latch_wait(&done);
+	assert_int_equal(tu_load(&t.ran), 1);
+	/* It ran on the only worker, the blocker's. */
+	assert_int_equal(tu_stats(pool).pool_size, 1);
+	finish(pool);
+	tu_latch_destroy(&started);
+	tu_latch_destroy(&release);
+	tu_latch_destroy(&done);
+}
+
+/* Queue full, the non-core thread cannot start: rejected, nothing lost. */
+static void
+test_failure_create_fails_for_noncore_worker(void **state)
+{
+	tpe_t *pool = tu_pool(1, 2, TPE_QUEUE_BOUNDED, 1, TPE_REJECT_ABORT);
+	struct tu_latch started, release;
+	struct tu_blocker b = { &started, &release, NULL, 0 };
+	int queued = 0, extra = 0;
+	struct tpe_stats s;
+	int rc;
+
+	(void)state;
+	tu_latch_init(&started, 1);
+	tu_latch_init(&release, 1);
+	assert_int_equal(tpe_execute(pool, tu_blocker_fn, &b), 0);
+	tu_latch_wait(&started);
+	assert_int_equal(tpe_execute(pool, tu_count_fn, &queued), 0);
+	fault_arm(&create_fault, 0, -1, false);
+	rc = tpe_execute(pool, tu_count_fn, &extra);
+	assert_true(fault_disarm(&create_fault) >= 1);
+	assert_int_equal(rc, EAGAIN);
+	s = tu_stats(pool);
+	assert_int_equal(s.pool_size, 1);
+	assert_int_equal(s.queued, 1);
+	assert_int_equal(s.submitted, 2);
+	tu_latch_count_down(&release);
+	finish(pool);
+	assert_int_equal(tu_load(&queued), 1);
+	assert_int_equal(tu_load(&extra), 0);
+	tu_latch_destroy(&started);
+	tu_latch_destroy(&release);
+}
+
+/* ---- (c) allocation failures ------------------------------------------- */
+
+static void
+test_failure_attr_create_enomem(void **state)
+{
+	tpe_attr_t *sentinel = (tpe_attr_t *)&sentinel, *a;
+	long k;
+	int rc;
+
+	(void)state;
+	for (k = 0;; k++) {
+		a = sentinel;
+		fault_arm(&malloc_fault, k, 1, false);
+		rc = tpe_attr_create(&a);
+		if (fault_disarm(&malloc_fault) == 0) {
+			assert_int_equal(rc, 0);
+			break;
+		}
+		assert_int_equal(rc, ENOMEM);
+		assert_ptr_equal(a, sentinel);
+		assert_true(k < 100);
+	}
+	assert_true(k >= 1);
+	assert_ptr_not_equal(a, sentinel);
+	tpe_attr_destroy(a);
+}
+
+static void
+create_enomem(const tpe_attr_t *attr)
+{
+	tpe_t *sentinel = (tpe_t *)&sentinel, *pool;
+	long k;
+	int rc;
+
+	for (k = 0;; k++) {
+		pool = sentinel;
+		fault_arm(&malloc_fault, k, 1, false);
+		rc = tpe_create(&pool, attr);
+		if (fault_disarm(&malloc_fault) == 0) {
+			assert_int_equal(rc, 0);
+			break;
+		}
+		assert_int_equal(rc, ENOMEM);
+		assert_ptr_equal(pool, sentinel);   /* untouched */
+		assert_true(k < 100);
+	}
+	assert_true(k >= 1);
+	assert_ptr_not_equal(pool, sentinel);
+	finish(pool);
+}
+
+static void
+test_failure_create_enomem(void **state)
+{
+	tpe_attr_t *a;
+
+	(void)state;
+	create_enomem(NULL);
+	assert_int_equal(tpe_attr_create(&a), 0);
+	assert_int_equal(tpe_attr_set_pool_size(a, 2, 4), 0);
+	assert_int_equal(tpe_attr_set_queue(a, TPE_QUEUE_BOUNDED, 64), 0);
+	assert_int_equal(tpe_attr_set_thread_name(a, "fail"), 0);
+	create_enomem(a);
+	assert_int_equal(tpe_attr_set_queue(a, TPE_QUEUE_HANDOFF, 0), 0);
+	assert_int_equal(tpe_attr_set_policy(a, TPE_POLICY_SCALE_FIRST), 0);
+	create_enomem(a);
+	assert_int_equal(tpe_attr_set_queue(a, TPE_QUEUE_UNBOUNDED, 0), 0);
+	assert_int_equal(tpe_attr_set_rejection(a, TPE_REJECT_DISCARD_OLDEST),
+	    0);
+	create_enomem(a);
+	tpe_attr_destroy(a);
+}
+
+/* A task node cannot be allocated: ENOMEM, nothing counted, not run. */
+static void
+test_failure_execute_enomem(void **state)
+{
+	tpe_t *pool = tu_pool(1, 1, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
+	struct tu_latch started, release;
+	struct tu_blocker b = { &started, &release, NULL, 0 };
+	int count = 0;
+	struct tpe_stats s0, s;
+	long k;
+	int rc;
+
+	(void)state;
+	tu_latch_init(&started, 1);
+	tu_latch_init(&release, 1);
+	assert_int_equal(tpe_execute(pool, tu_blocker_fn, &b), 0);
+	tu_latch_wait(&started);
+	s0 = tu_stats(pool);
+	for (k = 0;; k++) {
+		fault_arm(&malloc_fault, k, 1, false);
+		rc = tpe_execute(pool, tu_count_fn, &count);
+		if (fault_disarm(&malloc_fault) == 0) {
+			assert_int_equal(rc, 0);
+			break;
+		}
+		assert_int_equal(rc, ENOMEM);
+		s = tu_stats(pool);
+		assert_int_equal(s.submitted, s0.submitted);
+		assert_int_equal(s.queued, 0);
+		assert_int_equal(s.rejected, 0);
+		assert_int_equal(s.pool_size, 1);
+		assert_true(k < 100);
+	}
+	assert_true(k >= 1);
+	assert_int_equal(tu_stats(pool).queued, 1);
+	tu_latch_count_down(&release);
+	finish(pool);
+	assert_int_equal(tu_load(&count), 1);   /* only the accepted call */
+	tu_latch_destroy(&started);
+	tu_latch_destroy(&release);
+}
+
+/* A future (or its node) cannot be allocated: ENOMEM, *future untouched. */
+static void
+test_failure_submit_enomem(void **state)
+{
+	tpe_t *pool = tu_pool(1, 1, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
+	struct tu_latch started, release;
+	struct tu_blocker b = { &started, &release, NULL, 0 };
+	int count = 0;
+	tpe_future_t *sentinel = (tpe_future_t *)&count, *f;
+	struct tpe_stats s0, s;
+	void *res = NULL;
+	long k;
+	int rc;
+
+	(void)state;
+	tu_latch_init(&started, 1);
+	tu_latch_init(&release, 1);
+	assert_int_equal(tpe_execute(pool, tu_blocker_fn, &b), 0);
+	tu_latch_wait(&started);
+	s0 = tu_stats(pool);
+	for (k = 0;; k++) {
+		f = sentinel;
+		fault_arm(&malloc_fault, k, 1, false);
+		rc = tpe_submit(pool, ret_arg_fn, &count, &f);
+		if (fault_disarm(&malloc_fault) == 0) {
+			assert_int_equal(rc, 0);
+			break;
+		}
+		assert_int_equal(rc, ENOMEM);
+		assert_ptr_equal(f, sentinel);
+		s = tu_stats(pool);
+		assert_int_equal(s.submitted, s0.submitted);
+		assert_int_equal(s.queued, 0);
+		assert_true(k < 100);
+	}
+	assert_true(k >= 1);
+	assert_ptr_not_equal(f, sentinel);
+	tu_latch_count_down(&release);
+	assert_int_equal(tpe_future_get(f, -1, &res), 0);
+	assert_ptr_equal(res, &count);
+	tpe_future_release(f);
+	finish(pool);
+	assert_int_equal(tu_load(&count), 1);
+	tu_latch_destroy(&started);
+	tu_latch_destroy(&release);
+}
+
+/* Every allocation of a first submit (node, future, worker) in turn. */
+static void
+test_failure_submit_fresh_pool_every_allocation(void **state)
+{
+	tpe_t *pool = tu_pool(1, 1, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
+	int count = 0;
+	tpe_future_t *sentinel = (tpe_future_t *)&count, *f;
+	void *res = NULL;
+	long k;
+	int rc;
+
+	(void)state;
+	/* Allocations fail from the k-th on (a single failure could be
+	 * retried by the library and the task accepted, which is fine). */
+	for (k = 0;; k++) {
+		f = sentinel;
+		fault_arm(&malloc_fault, k, -1, false);
+		rc = tpe_submit(pool, ret_arg_fn, &count, &f);
+		if (fault_disarm(&malloc_fault) == 0) {
+			assert_int_equal(rc, 0);
+			break;
+		}
+		/* No worker alive: a failed worker start refuses the task. */
+		assert_true(rc == ENOMEM || rc == EAGAIN);
+		assert_ptr_equal(f, sentinel);
+		assert_pool_empty(pool);
+		assert_true(k < 100);
+	}
+	assert_true(k >= 3);   /* a future, a node and a worker */
+	assert_int_equal(tpe_future_get(f, -1, &res), 0);
+	tpe_future_release(f);
+	finish(pool);
+	assert_int_equal(tu_load(&count), 1);
+}
+
+/* A core worker beyond the first cannot be allocated: the task is kept. */
+static void
+test_failure_second_worker_alloc_fails_task_kept(void **state)
+{
+	tpe_t *pool = tu_pool(2, 2, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
+	struct tu_latch started, release;
+	struct tu_blocker b = { &started, &release, NULL, 0 };
+	int counts[100] = { 0 };
+	long k;
+	int rc, i;
+
+	(void)state;
+	tu_latch_init(&started, 1);
+	tu_latch_init(&release, 1);
+	assert_int_equal(tpe_execute(pool, tu_blocker_fn, &b), 0);
+	tu_latch_wait(&started);
+	for (k = 0;; k++) {
+		fault_arm(&malloc_fault, k, 1, false);
+		rc = tpe_execute(pool, tu_count_fn, &counts[k]);
+		if (fault_disarm(&malloc_fault) == 0) {
+			assert_int_equal(rc, 0);
+			break;
+		}
+		/* The node failed (ENOMEM, not kept) or the worker (kept). */
+		assert_true(rc == ENOMEM || rc == 0);
+		if (rc == ENOMEM)
+			counts[k] = -1000;
+		assert_true(k < 99);
+	}
+	tu_latch_count_down(&release);
+	finish(pool);
+	for (i = 0; i <= k; i++)
+		assert_true(counts[i] == -1000 || counts[i] == 1);
+	tu_latch_destroy(&started);
+	tu_latch_destroy(&release);
+}
+
+/* ---- (d) prestart ------------------------------------------------------- */
+
+static void
+test_failure_prestart_partial(void **state)
+{
+	tpe_t *pool = tu_pool(4, 4, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
+	size_t started = 99;
+	int count = 0;
+	struct tu_latch done;
+	struct tu_blocker t = { NULL, NULL, &done, 0 };
+	int rc;
+
+	(void)state;
+	tu_latch_init(&done, 1);
+	fault_arm(&create_fault, 2, -1, false);
+	rc = tpe_prestart_core_threads(pool, &started);
+	assert_true(fault_disarm(&create_fault) >= 1);
+	assert_int_equal(rc, EAGAIN);
+	assert_int_equal(started, 2);
+	assert_int_equal(tu_stats(pool).pool_size, 2);
+
+	/* The pool works, and the rest can be started later. */
+	assert_int_equal(tpe_execute(pool, tu_blocker_fn, &t), 0);
+	tu_latch_wait(&done);
+	started = 99;
+	assert_int_equal(tpe_prestart_core_threads(pool, &started), 0);
+	/* The execute above started the third core worker (step 1). */
+	assert_int_equal(started, 1);
+	assert_int_equal(tu_stats(pool).pool_size, 4);
+	started = 99;
+	assert_int_equal(tpe_prestart_core_threads(pool, &started), 0);
+	assert_int_equal(started, 0);
+	assert_int_equal(tpe_execute(pool, tu_count_fn, &count), 0);
+	finish(pool);
+	assert_int_equal(tu_load(&count), 1);
+	tu_latch_destroy(&done);
+}
+
+static void
+test_failure_prestart_first_fails(void **state)
+{
+	tpe_t *pool = tu_pool(3, 3, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
+	size_t started = 99;
+	int rc;
+
+	(void)state;
+	fault_arm(&create_fault, 0, -1, false);
+	rc = tpe_prestart_core_threads(pool, &started);
+	assert_true(fault_disarm(&create_fault) >= 1);
+	assert_int_equal(rc, EAGAIN);
+	assert_int_equal(started, 0);
+	assert_pool_empty(pool);
+	/* started may be NULL */
+	fault_arm(&create_fault, 1, -1, false);
+	rc = tpe_prestart_core_threads(pool, NULL);
+	assert_true(fault_disarm(&create_fault) >= 1);
+	assert_int_equal(rc, EAGAIN);
+	assert_int_equal(tu_stats(pool).pool_size, 1);
+	finish(pool);
+}
+
+static void
+test_failure_prestart_alloc_fails(void **state)
+{
+	tpe_t *pool = tu_pool(3, 3, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
+	size_t started = 99, alive = 0;
+	long k;
+	int rc;
+
+	(void)state;
+	for (k = 0;; k++) {
+		started = 99;
+		fault_arm(&malloc_fault, k, 1, false);
+		rc = tpe_prestart_core_threads(pool, &started);
+		if (fault_disarm(&malloc_fault) == 0) {
+			assert_int_equal(rc, 0);
+			alive += started;
+			break;
+		}
+		assert_true(rc == EAGAIN || rc == ENOMEM);
+		alive += started;
+		assert_int_equal(tu_stats(pool).pool_size, alive);
+		assert_true(k < 100);
+	}
+	assert_int_equal(alive, 3);
+	assert_int_equal(tu_stats(pool).pool_size, 3);
+	finish(pool);
+}
+
+/* ---- (e) shutdown_now and destroy right after failures ---------------- */
+
+static void
+test_failure_shutdown_now_after_failures(void **state)
+{
+	tpe_t *pool = tu_pool(2, 2, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
+	struct tu_latch started, release;
+	struct tu_blocker b = { &started, &release, NULL, 0 };
+	int counts[5] = { 0 };
+	int i;
+
+	(void)state;
+	tu_latch_init(&started, 1);
+	tu_latch_init(&release, 1);
+	assert_int_equal(tpe_execute(pool, tu_blocker_fn, &b), 0);
+	tu_latch_wait(&started);
+	fault_arm(&create_fault, 0, -1, false);
+	for (i = 0; i < 5; i++)
+		assert_int_equal(tpe_execute(pool, tu_count_fn, &counts[i]), 0);
+	assert_true(fault_disarm(&create_fault) >= 1);
+	assert_int_equal(tu_stats(pool).queued, 5);
+	assert_int_equal(tpe_shutdown_now(pool, NULL, NULL), 0);
+	tu_latch_count_down(&release);
+	assert_int_equal(tpe_await_termination(pool, 60 * TU_S), 0);
+	assert_int_equal(tpe_destroy(pool), 0);
+	for (i = 0; i < 5; i++)
+		assert_int_equal(tu_load(&counts[i]), 0);
+	tu_latch_destroy(&started);
+	tu_latch_destroy(&release);
+}
+
+static void
+test_failure_destroy_after_create_failure_only(void **state)
+{
+	tpe_t *pool = tu_pool(2, 2, TPE_QUEUE_BOUNDED, 2, TPE_REJECT_ABORT);
+	int count = 0;
+
+	(void)state;
+	fault_arm(&create_fault, 0, -1, false);
+	assert_int_equal(tpe_execute(pool, tu_count_fn, &count), EAGAIN);
+	assert_int_equal(tpe_prestart_core_threads(pool, NULL), EAGAIN);
+	fault_disarm(&create_fault);
+	/* destroy without an explicit shutdown. */
+	assert_int_equal(tpe_destroy(pool), 0);
+	assert_int_equal(count, 0);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_failure_first_worker_create_fails),
+		cmocka_unit_test(test_failure_first_worker_alloc_fails),
+		cmocka_unit_test(test_failure_largest_pool_size_counts_only_live_threads),
+		cmocka_unit_test(test_failure_create_fails_after_first_worker),
+		cmocka_unit_test(test_failure_create_fails_task_queued_behind_busy_worker),
+		cmocka_unit_test(test_failure_create_fails_for_noncore_worker),
+		cmocka_unit_test(test_failure_attr_create_enomem),
+		cmocka_unit_test(test_failure_create_enomem),
+		cmocka_unit_test(test_failure_execute_enomem),
+		cmocka_unit_test(test_failure_submit_enomem),
+		cmocka_unit_test(test_failure_submit_fresh_pool_every_allocation),
+		cmocka_unit_test(test_failure_second_worker_alloc_fails_task_kept),
+		cmocka_unit_test(test_failure_prestart_partial),
+		cmocka_unit_test(test_failure_prestart_first_fails),
+		cmocka_unit_test(test_failure_prestart_alloc_fails),
+		cmocka_unit_test(test_failure_shutdown_now_after_failures),
+		cmocka_unit_test(test_failure_destroy_after_create_failure_only),
+	};
+
+	tu_time_bound(0);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,1382 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_lifecycle.c - shutdown, shutdown-now, termination, the terminated
+ * hook, await_termination and destroy (Java behaviours 37-53, section E of
+ * research/java_tpe.md).
+ *
+ * Helper threads, tasks and hooks never call cmocka's assert macros (they
+ * would longjmp across threads): they record what they saw and the test
+ * thread asserts it afterwards.
+ */
+#include <semaphore.h>
+#include <string.h>
+
+#include "testutil.h"
+
+/* ---- helpers ---------------------------------------------------------- */
+
+static tpe_attr_t *
+attr_new(size_t core, size_t max, enum tpe_queue_kind kind, size_t cap)
+{
+	tpe_attr_t *a;
+
+	assert_int_equal(tpe_attr_create(&a), 0);
+	assert_int_equal(tpe_attr_set_pool_size(a, core, max), 0);
+	assert_int_equal(tpe_attr_set_queue(a, kind, cap), 0);
+	return a;
+}
+
+static tpe_t *
+pool_from(tpe_attr_t *a)
+{
+	tpe_t *p;
+
+	assert_int_equal(tpe_create(&p, a), 0);
+	tpe_attr_destroy(a);
+	return p;
+}
+
+/* Asserts the terminated-pool invariants (Java item 40, 53). */
+static void
+assert_terminated(tpe_t *pool, uint64_t submitted, uint64_t completed)
+{
+	struct tpe_stats s = tu_stats(pool);
+
+	assert_true(tpe_is_shutdown(pool));
+	assert_true(tpe_is_terminated(pool));
+	assert_int_equal(tpe_await_termination(pool, 0), 0);
+	assert_int_equal(tpe_await_termination(pool, -1), 0);
+	assert_int_equal(s.pool_size, 0);
+	assert_int_equal(s.active, 0);
+	assert_int_equal(s.idle, 0);
+	assert_int_equal(s.queued, 0);
+	assert_int_equal(s.submitted, submitted);
+	assert_int_equal(s.completed, completed);
+}
+
+/* Records every hand-back (drained or discard callback). */
+#define HB_MAX 64
+struct handback_log {
+	pthread_mutex_t lock;
+	tpe_t *pool;           /* to call into the pool from the callback */
+	int n;
+	tpe_fn fn[HB_MAX];
+	void *arg[HB_MAX];
+	bool shutdown_seen[HB_MAX]; /* tpe_is_shutdown inside the callback */
+	int stats_rc[HB_MAX];       /* tpe_get_stats inside (proves no lock held) */
+};
+
+static void
+hb_init(struct handback_log *l, tpe_t *pool)
+{
+	memset(l, 0, sizeof(*l));
+	pthread_mutex_init(&l->lock, NULL);
+	l->pool = pool;
+}
+
+static void
+hb_fn(tpe_fn fn, void *arg, void *ctx)
+{
+	struct handback_log *l = ctx;
+	struct tpe_stats s;
+
+	pthread_mutex_lock(&l->lock);
+	if (l->n < HB_MAX) {
+		l->fn[l->n] = fn;
+		l->arg[l->n] = arg;
+		if (l->pool != NULL) {
+			l->shutdown_seen[l->n] = tpe_is_shutdown(l->pool);
+			l->stats_rc[l->n] = tpe_get_stats(l->pool, &s);
+		}
+	}
+	l->n++;
+	pthread_mutex_unlock(&l->lock);
+}
+
+static int
+hb_count(struct handback_log *l)
+{
+	int n;
+
+	pthread_mutex_lock(&l->lock);
+	n = l->n;
+	pthread_mutex_unlock(&l->lock);
+	return n;
+}
+
+/* A terminated hook that records what it sees and may block on a gate. */
+struct hook_state {
+	int calls;                 /* atomic */
+	pthread_t thread;
+	bool saw_shutdown;
+	bool saw_terminated;
+	int await_poll;            /* tpe_await_termination(pool, 0) */
+	int await_forever;         /* tpe_await_termination(pool, -1) */
+	int await_timed;           /* tpe_await_termination(pool, 1 s) */
+	int destroy_rc;            /* tpe_destroy(pool) */
+	int stats_rc;
+	struct tpe_stats stats;
+	struct tu_latch *entered;  /* may be NULL */
+	struct tu_latch *release;  /* may be NULL */
+};
+
+static void
+hook_fn(tpe_t *pool, void *ctx)
+{
+	struct hook_state *h = ctx;
+
+	h->thread = pthread_self();
+	h->saw_shutdown = tpe_is_shutdown(pool);
+	h->saw_terminated = tpe_is_terminated(pool);
+	h->await_poll = tpe_await_termination(pool, 0);
+	h->await_forever = tpe_await_termination(pool, -1);
+	h->await_timed = tpe_await_termination(pool, TU_S);
+	h->destroy_rc = tpe_destroy(pool);
+	h->stats_rc = tpe_get_stats(pool, &h->stats);
+	__atomic_add_fetch(&h->calls, 1, __ATOMIC_SEQ_CST);
+	if (h->entered)
+		tu_latch_count_down(h->entered);
+	if (h->release)
+		tu_latch_wait(h->release);
+}
+
+static void
+assert_hook_saw_tidying(struct hook_state *h)
+{
+	assert_true(h->saw_shutdown);
+	assert_false(h->saw_terminated);
+	assert_int_equal(h->await_poll, ETIMEDOUT);
+	assert_int_equal(h->await_forever, EDEADLK);
+	assert_int_equal(h->await_timed, EDEADLK);
+	assert_int_equal(h->destroy_rc, EDEADLK);
+	assert_int_equal(h->stats_rc, 0);
+	/* Java item 53: no worker is counted once the pool is TIDYING. */
+	assert_int_equal(h->stats.pool_size, 0);
+	assert_int_equal(h->stats.active, 0);
+	assert_int_equal(h->stats.queued, 0);
+}
+
+/* A thread that waits for a pool's termination. */
+struct waiter {
+	pthread_t thread;
+	tpe_t *pool;
+	int64_t timeout;
+	struct tu_latch *ready;   /* counted down just before waiting */
+	int rc;
+	int returned;             /* atomic: set right after the call returns */
+};
+
+static void *
+waiter_main(void *arg)
+{
+	struct waiter *w = arg;
+
+	if (w->ready)
+		tu_latch_count_down(w->ready);
+	w->rc = tpe_await_termination(w->pool, w->timeout);
+	__atomic_store_n(&w->returned, 1, __ATOMIC_SEQ_CST);
+	return NULL;
+}
+
+static void
+waiter_start(struct waiter *w, tpe_t *pool, int64_t timeout,
+    struct tu_latch *ready)
+{
+	memset(w, 0, sizeof(*w));
+	w->pool = pool;
+	w->timeout = timeout;
+	w->ready = ready;
+	assert_int_equal(pthread_create(&w->thread, NULL, waiter_main, w), 0);
+}
+
+static bool
+waiter_returned(struct waiter *w)
+{
+	return __atomic_load_n(&w->returned, __ATOMIC_SEQ_CST) != 0;
+}
+
+/* ---- states and flags (items 38, 39, 40) ------------------------------ */
+
+static void
+test_lifecycle_fresh_pool_flags(void **state)
+{
+	tpe_t *pool = tu_pool(1, 1, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
+
+	(void)state;
+	assert_false(tpe_is_shutdown(pool));
+	assert_false(tpe_is_terminated(pool));
+	assert_int_equal(tpe_await_termination(pool, 0), ETIMEDOUT);
+	assert_int_equal(tpe_shutdown(pool), 0);
+	assert_true(tpe_is_shutdown(pool));
+	/* No worker and an empty queue: terminated before shutdown returns. */
+	assert_true(tpe_is_terminated(pool));
+	assert_terminated(pool, 0, 0);
+	assert_int_equal(tpe_destroy(pool), 0);
+}
+
+static void
+test_lifecycle_shutdown_runs_queued_tasks(void **state)
+{
+	tpe_t *pool = tu_pool(1, 1, TPE_QUEUE_BOUNDED, 10, TPE_REJECT_ABORT);
+	struct tu_latch started, release;
+	struct tu_blocker b = { &started, &release, NULL, 0 };
+	int counts[5] = { 0 };
+	struct tpe_stats s;
+	int i;
+
+	(void)state;
+	tu_latch_init(&started, 1);
+	tu_latch_init(&release, 1);
+	assert_int_equal(tpe_execute(pool, tu_blocker_fn, &b), 0);
+	tu_latch_wait(&started);
+	for (i = 0; i < 5; i++)
+		assert_int_equal(tpe_execute(pool, tu_count_fn, &counts[i]), 0);
+
+	assert_int_equal(tpe_shutdown(pool), 0);
+	assert_true(tpe_is_shutdown(pool));
+	assert_false(tpe_is_terminated(pool));
+	assert_int_equal(tpe_await_termination(pool, 0), ETIMEDOUT);
+	s = tu_stats(pool);
+	assert_int_equal(s.queued, 5);     /* shutdown keeps the queue */
+	assert_int_equal(s.pool_size, 1);
+	assert_int_equal(s.active, 1);
+	for (i = 0; i < 5; i++)
+		assert_int_equal(tu_load(&counts[i]), 0);
+
+	tu_latch_count_down(&release);
+	assert_int_equal(tpe_await_termination(pool, -1), 0);
+	for (i = 0; i < 5; i++)
+		assert_int_equal(tu_load(&counts[i]), 1);
+	assert_int_equal(tu_load(&b.ran), 1);
+	assert_terminated(pool, 6, 6);
+	s = tu_stats(pool);
+	assert_int_equal(s.largest_pool_size, 1);
+	assert_int_equal(s.rejected, 0);
+	assert_int_equal(tpe_destroy(pool), 0);
+	tu_latch_destroy(&started);
+	tu_latch_destroy(&release);
+}
+
+/* ---- terminated hook (items 41, 45, 51, 52, 53) ---------------------- */
+
+static void
+test_lifecycle_terminated_hook_before_waiters(void **state)
+{
+	struct tu_latch started, release, entered, hook_release, ready;
+	struct tu_blocker b = { &started, &release, NULL, 0 };
+	struct hook_state h;
+	struct waiter w1, w2;
+	tpe_attr_t *a;
+	tpe_t *pool;
+
+	(void)state;
+	memset(&h, 0, sizeof(h));
+	tu_latch_init(&started, 1);
+	tu_latch_init(&release, 1);
+	tu_latch_init(&entered, 1);
+	tu_latch_init(&hook_release, 1);
+	tu_latch_init(&ready, 2);
+	h.entered = &entered;
+	h.release = &hook_release;
+	a = attr_new(1, 1, TPE_QUEUE_UNBOUNDED, 0);
+	assert_int_equal(tpe_attr_set_terminated_hook(a, hook_fn, &h), 0);
+	pool = pool_from(a);
+
+	assert_int_equal(tpe_execute(pool, tu_blocker_fn, &b), 0);
+	tu_latch_wait(&started);
+	waiter_start(&w1, pool, -1, &ready);
+	waiter_start(&w2, pool, 3600 * TU_S, &ready);
+	tu_latch_wait(&ready);
+
+	assert_int_equal(tpe_shutdown(pool), 0);
+	assert_int_equal(__atomic_load_n(&h.calls, __ATOMIC_SEQ_CST), 0);
+	tu_latch_count_down(&release);          /* the last worker exits... */
+	tu_latch_wait(&entered);                /* ...and runs the hook */
+
+	/* The hook is blocked: TIDYING, nobody woke. */
+	assert_true(tpe_is_shutdown(pool));
+	assert_false(tpe_is_terminated(pool));
+	assert_int_equal(tpe_await_termination(pool, 0), ETIMEDOUT);
+	assert_int_equal(tpe_await_termination(pool, 20 * TU_MS), ETIMEDOUT);
+	assert_false(waiter_returned(&w1));
+	assert_false(waiter_returned(&w2));
+
+	tu_latch_count_down(&hook_release);
+	assert_int_equal(pthread_join(w1.thread, NULL), 0);
+	assert_int_equal(pthread_join(w2.thread, NULL), 0);
+	assert_int_equal(w1.rc, 0);
+	assert_int_equal(w2.rc, 0);
+	assert_int_equal(tpe_await_termination(pool, -1), 0);
+	assert_true(tpe_is_terminated(pool));
+	assert_int_equal(__atomic_load_n(&h.calls, __ATOMIC_SEQ_CST), 1);
+	assert_hook_saw_tidying(&h);
+	assert_terminated(pool, 1, 1);
+
+	/* Item 45: idempotent after termination; the hook stays at one call. */
+	assert_int_equal(tpe_shutdown(pool), 0);
+	assert_int_equal(tpe_shutdown_now(pool, NULL, NULL), 0);
+	assert_int_equal(tpe_shutdown(pool), 0);
+	assert_true(tpe_is_terminated(pool));
+	assert_int_equal(tpe_destroy(pool), 0);
+	assert_int_equal(__atomic_load_n(&h.calls, __ATOMIC_SEQ_CST), 1);
+
+	tu_latch_destroy(&started);
+	tu_latch_destroy(&release);
+	tu_latch_destroy(&entered);
+	tu_latch_destroy(&hook_release);
+	tu_latch_destroy(&ready);
+}
+
+static void
+test_lifecycle_shutdown_empty_pool_runs_hook_in_caller(void **state)
+{
+	struct hook_state h;
+	tpe_attr_t *a;
+	tpe_t *pool;
+
+	(void)state;
+	memset(&h, 0, sizeof(h));
+	a = attr_new(1, 1, TPE_QUEUE_HANDOFF, 0);
+	assert_int_equal(tpe_attr_set_terminated_hook(a, hook_fn, &h), 0);
+	pool = pool_from(a);
+
+	assert_int_equal(tpe_shutdown(pool), 0);
+	/* Item 51: already ran, in this thread, before shutdown returned. */
+	assert_int_equal(__atomic_load_n(&h.calls, __ATOMIC_SEQ_CST), 1);
+	assert_true(pthread_equal(h.thread, pthread_self()));
+	assert_hook_saw_tidying(&h);
+	assert_true(tpe_is_terminated(pool));
+	assert_int_equal(tpe_await_termination(pool, 0), 0);
+	assert_int_equal(tpe_shutdown(pool), 0);
+	assert_int_equal(tpe_destroy(pool), 0);
+	assert_int_equal(__atomic_load_n(&h.calls, __ATOMIC_SEQ_CST), 1);
+}
+
+static void
+test_lifecycle_shutdown_now_empty_pool_runs_hook_once(void **state)
+{
+	struct hook_state h;
+	struct handback_log log;
+	tpe_attr_t *a;
+	tpe_t *pool;
+
+	(void)state;
+	memset(&h, 0, sizeof(h));
+	a = attr_new(2, 2, TPE_QUEUE_UNBOUNDED, 0);
+	assert_int_equal(tpe_attr_set_terminated_hook(a, hook_fn, &h), 0);
+	pool = pool_from(a);
+	hb_init(&log, NULL);
+
+	assert_int_equal(tpe_shutdown_now(pool, hb_fn, &log), 0);
+	assert_int_equal(__atomic_load_n(&h.calls, __ATOMIC_SEQ_CST), 1);
+	assert_true(pthread_equal(h.thread, pthread_self()));
+	assert_hook_saw_tidying(&h);
+	assert_int_equal(hb_count(&log), 0);
+	assert_terminated(pool, 0, 0);
+	assert_int_equal(tpe_shutdown_now(pool, hb_fn, &log), 0);
+	assert_int_equal(tpe_shutdown(pool), 0);
+	assert_int_equal(hb_count(&log), 0);
+	assert_int_equal(tpe_destroy(pool), 0);
+	assert_int_equal(__atomic_load_n(&h.calls, __ATOMIC_SEQ_CST), 1);
+}
+
+/* A hook on a pool whose idle workers exit on shutdown: still exactly once. */
+static void
+test_lifecycle_terminated_hook_once_with_idle_workers(void **state)
+{
+	struct hook_state h;
+	tpe_attr_t *a;
+	tpe_t *pool;
+	size_t started = 0;
+
+	(void)state;
+	memset(&h, 0, sizeof(h));
+	a = attr_new(4, 4, TPE_QUEUE_UNBOUNDED, 0);
+	assert_int_equal(tpe_attr_set_terminated_hook(a, hook_fn, &h), 0);
+	pool = pool_from(a);
+	assert_int_equal(tpe_prestart_core_threads(pool, &started), 0);
+	assert_int_equal(started, 4);
+
+	assert_int_equal(tpe_shutdown(pool), 0);
+	assert_int_equal(tpe_await_termination(pool, -1), 0);
+	/* The hook ran before await returned. */
+	assert_int_equal(__atomic_load_n(&h.calls, __ATOMIC_SEQ_CST), 1);
+	assert_hook_saw_tidying(&h);
+	assert_terminated(pool, 0, 0);
+	assert_int_equal(tu_stats(pool).largest_pool_size, 4);
+	assert_int_equal(tpe_shutdown(pool), 0);
+	assert_int_equal(tpe_shutdown_now(pool, NULL, NULL), 0);
+	assert_int_equal(tpe_destroy(pool), 0);
+	assert_int_equal(__atomic_load_n(&h.calls, __ATOMIC_SEQ_CST), 1);
+}
+
+/* ---- await_termination (item 42) and EINVAL --------------------------- */
+
+static void
+test_lifecycle_await_timeouts(void **state)
+{
+	tpe_t *pool = tu_pool(1, 1, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
+	struct tu_latch started, release, ready;
+	struct tu_blocker b = { &started, &release, NULL, 0 };
+	struct waiter w;
+	int64_t t0, dt;
+
+	(void)state;
+	tu_latch_init(&started, 1);
+	tu_latch_init(&release, 1);
+	tu_latch_init(&ready, 1);
+
+	/* An idle running pool: 0 polls, a positive timeout waits it out. */
+	t0 = tu_now_ns();
+	assert_int_equal(tpe_await_termination(pool, 0), ETIMEDOUT);
+	t0 = tu_now_ns();
+	assert_int_equal(tpe_await_termination(pool, 1), ETIMEDOUT);
+	dt = tu_now_ns() - t0;
+	assert_true(dt >= 1);
+	t0 = tu_now_ns();
+	assert_int_equal(tpe_await_termination(pool, 999999), ETIMEDOUT);
+	dt = tu_now_ns() - t0;
+	assert_true(dt >= 999999);
+	t0 = tu_now_ns();
+	assert_int_equal(tpe_await_termination(pool, 30 * TU_MS), ETIMEDOUT);
+	dt = tu_now_ns() - t0;
+	assert_true(dt >= 30 * TU_MS);
+
+	/* A negative timeout waits for as long as it takes. */
+	assert_int_equal(tpe_execute(pool, tu_blocker_fn, &b), 0);
+	tu_latch_wait(&started);
+	waiter_start(&w, pool, -1, &ready);
+	tu_latch_wait(&ready);
+	assert_int_equal(tpe_await_termination(pool, 10 * TU_MS), ETIMEDOUT);
+	assert_false(waiter_returned(&w));
+	assert_int_equal(tpe_shutdown(pool), 0);
+	assert_int_equal(tpe_await_termination(pool, 10 * TU_MS), ETIMEDOUT);
+	assert_false(waiter_returned(&w));
+	tu_latch_count_down(&release);
+	assert_int_equal(pthread_join(w.thread, NULL), 0);
+	assert_int_equal(w.rc, 0);
+	assert_true(tpe_is_terminated(pool));
+	/* Terminated: every timeout returns 0 at once. */
+	assert_int_equal(tpe_await_termination(pool, 0), 0);
+	assert_int_equal(tpe_await_termination(pool, 1), 0);
+	assert_int_equal(tpe_await_termination(pool, -1), 0);
+	assert_int_equal(tpe_await_termination(pool, INT64_MIN), 0);
+	assert_int_equal(tpe_await_termination(pool, INT64_MAX), 0);
+	assert_int_equal(tpe_destroy(pool), 0);
+	tu_latch_destroy(&started);
+	tu_latch_destroy(&release);
+	tu_latch_destroy(&ready);
+}
+
+static void
+test_lifecycle_await_huge_timeout_no_overflow(void **state)
+{
+	tpe_t *pool = tu_pool(1, 1, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
+	struct tu_latch started, release, ready;
+	struct tu_blocker b = { &started, &release, NULL, 0 };
+	struct waiter w;
+
+	(void)state;
+	tu_latch_init(&started, 1);
+	tu_latch_init(&release, 1);
+	tu_latch_init(&ready, 1);
+	assert_int_equal(tpe_execute(pool, tu_blocker_fn, &b), 0);
+	tu_latch_wait(&started);
+	/* INT64_MAX must saturate, not wrap to a deadline in the past. */
+	waiter_start(&w, pool, INT64_MAX, &ready);
+	tu_latch_wait(&ready);
+	assert_int_equal(tpe_await_termination(pool, 10 * TU_MS), ETIMEDOUT);
+	assert_false(waiter_returned(&w));
+	assert_int_equal(tpe_shutdown(pool), 0);
+	tu_latch_count_down(&release);
+	assert_int_equal(pthread_join(w.thread, NULL), 0);
+	assert_int_equal(w.rc, 0);
+	assert_int_equal(tpe_destroy(pool), 0);
+	tu_latch_destroy(&started);
+	tu_latch_destroy(&release);
+	tu_latch_destroy(&ready);
+}
+
+static void
+test_lifecycle_null_pool_einval(void **state)
+{
+	struct handback_log log;
+
+	(void)state;
+	hb_init(&log, NULL);
+	assert_int_equal(tpe_shutdown(NULL), EINVAL);
+	assert_int_equal(tpe_shutdown_now(NULL, NULL, NULL), EINVAL);
+	assert_int_equal(tpe_shutdown_now(NULL, hb_fn, &log), EINVAL);
+	assert_int_equal(tpe_await_termination(NULL, 0), EINVAL);
+	assert_int_equal(tpe_await_termination(NULL, -1), EINVAL);
+	assert_int_equal(tpe_await_termination(NULL, TU_S), EINVAL);
+	assert_int_equal(tpe_destroy(NULL), EINVAL);
+	assert_false(tpe_is_shutdown(NULL));
+	assert_false(tpe_is_terminated(NULL));
+	assert_int_equal(hb_count(&log), 0);
+}
+
+/* ---- EDEADLK from inside the pool ------------------------------------- */
+
+struct self_calls {
+	tpe_t *other;          /* another, running pool */
+	int await_forever;
+	int await_timed;
+	int await_poll;
+	int await_other;
+	int destroy_rc;
+	bool shutdown_after;   /* tpe_is_shutdown after the failed destroy */
+	struct tu_latch done;
+};
+
+static tpe_t *self_pool; /* the pool the self_calls task runs in */
+
+static void
+self_calls_fn(void *arg)
+{
+	struct self_calls *c = arg;
+
+	c->await_forever = tpe_await_termination(self_pool, -1);
+	c->await_timed = tpe_await_termination(self_pool, TU_S);
+	c->await_poll = tpe_await_termination(self_pool, 0);
+	c->await_other = tpe_await_termination(c->other, TU_MS);
+	c->destroy_rc = tpe_destroy(self_pool);
+	c->shutdown_after = tpe_is_shutdown(self_pool);
+	tu_latch_count_down(&c->done);
+}
+
+static void
+test_lifecycle_edeadlk_from_task(void **state)
+{
+	tpe_t *pool = tu_pool(1, 1, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
+	tpe_t *other = tu_pool(1, 1, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
+	struct self_calls c;
+	struct tu_latch done;
+	struct tu_blocker after = { NULL, NULL, &done, 0 };
+
+	(void)state;
+	memset(&c, 0, sizeof(c));
+	c.other = other;
+	tu_latch_init(&c.done, 1);
+	tu_latch_init(&done, 1);
+	self_pool = pool;
+	assert_int_equal(tpe_execute(pool, self_calls_fn, &c), 0);
+	tu_latch_wait(&c.done);
+	assert_int_equal(c.await_forever, EDEADLK);
+	assert_int_equal(c.await_timed, EDEADLK);
+	assert_int_equal(c.await_poll, ETIMEDOUT);
+	assert_int_equal(c.await_other, ETIMEDOUT);
+	assert_int_equal(c.destroy_rc, EDEADLK);
+	assert_false(c.shutdown_after);   /* the failed destroy changed nothing */
+
+	/* The pool keeps working. */
+	assert_false(tpe_is_shutdown(pool));
+	assert_int_equal(tpe_execute(pool, tu_blocker_fn, &after), 0);
+	tu_latch_wait(&done);
+	assert_int_equal(tu_load(&after.ran), 1);
+	assert_int_equal(tpe_destroy(pool), 0);
+	assert_int_equal(tpe_destroy(other), 0);
+	tu_latch_destroy(&c.done);
+	tu_latch_destroy(&done);
+}
+
+/* ---- shutdown_now (item 43) ------------------------------------------- */
+
+static void
+test_lifecycle_shutdown_now_hands_back_queue_in_order(void **state)
+{
+	tpe_t *pool = tu_pool(2, 2, TPE_QUEUE_BOUNDED, 10, TPE_REJECT_ABORT);
+	struct tu_latch started, release;
+	struct tu_blocker b[2] = { { &started, &release, NULL, 0 },
+		{ &started, &release, NULL, 0 } };
+	int counts[3] = { 0 };
+	struct handback_log log;
+	struct tpe_stats s;
+	int i, n;
+
+	(void)state;
+	tu_latch_init(&started, 2);
+	tu_latch_init(&release, 1);
+	hb_init(&log, pool);
+	assert_int_equal(tpe_execute(pool, tu_blocker_fn, &b[0]), 0);
+	assert_int_equal(tpe_execute(pool, tu_blocker_fn, &b[1]), 0);
+	tu_latch_wait(&started);
+	for (i = 0; i < 3; i++)
+		assert_int_equal(tpe_execute(pool, tu_count_fn, &counts[i]), 0);
+	assert_int_equal(tu_stats(pool).queued, 3);
+
+	assert_int_equal(tpe_shutdown_now(pool, hb_fn, &log), 0);
+	/* Every hand-back happened before shutdown_now returned. */
+	n = hb_count(&log);
+	assert_int_equal(n, 3);
+	for (i = 0; i < 3; i++) {
+		assert_ptr_equal(log.fn[i], tu_count_fn);
+		assert_ptr_equal(log.arg[i], &counts[i]);   /* queue order */
+		assert_true(log.shutdown_seen[i]);
+		assert_int_equal(log.stats_rc[i], 0);       /* no lock held */
+	}
+	s = tu_stats(pool);
+	assert_int_equal(s.queued, 0);
+	assert_int_equal(s.active, 2);
+	assert_true(tpe_is_shutdown(pool));
+	assert_false(tpe_is_terminated(pool));
+	assert_int_equal(tpe_execute(pool, tu_count_fn, &counts[0]), ECANCELED);
+
+	tu_latch_count_down(&release);
+	assert_int_equal(tpe_await_termination(pool, -1), 0);
+	assert_int_equal(tu_load(&b[0].ran), 1);
+	assert_int_equal(tu_load(&b[1].ran), 1);
+	for (i = 0; i < 3; i++)
+		assert_int_equal(tu_load(&counts[i]), 0);
+	assert_int_equal(hb_count(&log), 3);
+	assert_terminated(pool, 5, 2);
+	assert_int_equal(tpe_shutdown_now(pool, hb_fn, &log), 0);
+	assert_int_equal(hb_count(&log), 3);
+	assert_int_equal(tpe_destroy(pool), 0);
+	tu_latch_destroy(&started);
+	tu_latch_destroy(&release);
+}
+
+static void
+test_lifecycle_shutdown_now_null_drained_uses_discard(void **state)
+{
+	struct tu_latch started, release;
+	struct tu_blocker b = { &started, &release, NULL, 0 };
+	int counts[4] = { 0 };
+	struct handback_log log;
+	tpe_attr_t *a;
+	tpe_t *pool;
+	int i;
+
+	(void)state;
+	tu_latch_init(&started, 1);
+	tu_latch_init(&release, 1);
+	hb_init(&log, NULL);
+	a = attr_new(1, 1, TPE_QUEUE_UNBOUNDED, 0);
+	assert_int_equal(tpe_attr_set_discard_callback(a, hb_fn, &log), 0);
+	pool = pool_from(a);
+	log.pool = pool;
+	assert_int_equal(tpe_execute(pool, tu_blocker_fn, &b), 0);
+	tu_latch_wait(&started);
+	for (i = 0; i < 4; i++)
+		assert_int_equal(tpe_execute(pool, tu_count_fn, &counts[i]), 0);
+
+	assert_int_equal(tpe_shutdown_now(pool, NULL, NULL), 0);
+	assert_int_equal(hb_count(&log), 4);
+	for (i = 0; i < 4; i++) {
+		assert_ptr_equal(log.fn[i], tu_count_fn);
+		assert_ptr_equal(log.arg[i], &counts[i]);
+		assert_int_equal(log.stats_rc[i], 0);
+	}
+	tu_latch_count_down(&release);
+	assert_int_equal(tpe_await_termination(pool, -1), 0);
+	for (i = 0; i < 4; i++)
+		assert_int_equal(tu_load(&counts[i]), 0);
+	assert_terminated(pool, 5, 1);
+	assert_int_equal(tpe_destroy(pool), 0);
+	/* The blocker ran and was not handed back. */
+	assert_int_equal(hb_count(&log), 4);
+	tu_latch_destroy(&started);
+	tu_latch_destroy(&release);
+}
+
+static void
+test_lifecycle_shutdown_now_no_callback_drops(void **state)
+{
+	tpe_t *pool = tu_pool(1, 1, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
+	struct tu_latch started, release;
+	struct tu_blocker b = { &started, &release, NULL, 0 };
+	int counts[3] = { 0 };
+	int i;
+
+	(void)state;
+	tu_latch_init(&started, 1);
+	tu_latch_init(&release, 1);
+	assert_int_equal(tpe_execute(pool, tu_blocker_fn, &b), 0);
+	tu_latch_wait(&started);
+	for (i = 0; i < 3; i++)
+		assert_int_equal(tpe_execute(pool, tu_count_fn, &counts[i]), 0);
+	assert_int_equal(tpe_shutdown_now(pool, NULL, NULL), 0);
+	assert_int_equal(tu_stats(pool).queued, 0);
+	tu_latch_count_down(&release);
+	assert_int_equal(tpe_await_termination(pool, -1), 0);
+	for (i = 0; i < 3; i++)
+		assert_int_equal(tu_load(&counts[i]), 0);
+	assert_terminated(pool, 4, 1);
+	assert_int_equal(tpe_destroy(pool), 0);
+	tu_latch_destroy(&started);
+	tu_latch_destroy(&release);
+}
+
+static void *
+ret_arg_fn(void *arg)
+{
+	__atomic_add_fetch((int *)arg, 1, __ATOMIC_SEQ_CST);
+	return arg;
+}
+
+static void
+test_lifecycle_shutdown_now_cancels_futures(void **state)
+{
+	tpe_t *pool = tu_pool(1, 1, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
+	struct tu_latch started, release;
+	struct tu_blocker b = { &started, &release, NULL, 0 };
+	int counts[3] = { 0 };
+	tpe_future_t *f0, *f2;
+	struct handback_log log;
+	void *res = (void *)1;
+
+	(void)state;
+	tu_latch_init(&started, 1);
+	tu_latch_init(&release, 1);
+	hb_init(&log, pool);
+	assert_int_equal(tpe_execute(pool, tu_blocker_fn, &b), 0);
+	tu_latch_wait(&started);
+	assert_int_equal(tpe_submit(pool, ret_arg_fn, &counts[0], &f0), 0);
+	assert_int_equal(tpe_execute(pool, tu_count_fn, &counts[1]), 0);
+	assert_int_equal(tpe_submit(pool, ret_arg_fn, &counts[2], &f2), 0);
+
+	assert_int_equal(tpe_shutdown_now(pool, hb_fn, &log), 0);
+	assert_int_equal(hb_count(&log), 3);
+	assert_null(log.fn[0]);
+	assert_ptr_equal(log.arg[0], &counts[0]);
+	assert_ptr_equal(log.fn[1], tu_count_fn);
+	assert_ptr_equal(log.arg[1], &counts[1]);
+	assert_null(log.fn[2]);
+	assert_ptr_equal(log.arg[2], &counts[2]);
+	/* Cancelled before the callback ran, so certainly now. */
+	assert_true(tpe_future_is_cancelled(f0));
+	assert_true(tpe_future_is_done(f0));
+	assert_true(tpe_future_is_cancelled(f2));
+	assert_int_equal(tpe_future_get(f0, -1, &res), ECANCELED);
+	assert_int_equal(tpe_future_get(f2, 0, &res), ECANCELED);
+	assert_ptr_equal(res, (void *)1);
+	assert_int_equal(tpe_future_cancel(f0), 0);
+
+	tu_latch_count_down(&release);
+	assert_int_equal(tpe_await_termination(pool, -1), 0);
+	assert_int_equal(tu_load(&counts[0]), 0);
+	assert_int_equal(tu_load(&counts[1]), 0);
+	assert_int_equal(tu_load(&counts[2]), 0);
+	tpe_future_release(f0);
+	tpe_future_release(f2);
+	assert_int_equal(tpe_destroy(pool), 0);
+	tu_latch_destroy(&started);
+	tu_latch_destroy(&release);
+}
+
+/* shutdown then shutdown_now: the queue kept by shutdown is handed back. */
+static void
+test_lifecycle_shutdown_then_shutdown_now(void **state)
+{
+	tpe_t *pool = tu_pool(1, 1, TPE_QUEUE_BOUNDED, 4, TPE_REJECT_ABORT);
+	struct tu_latch started, release;
+	struct tu_blocker b = { &started, &release, NULL, 0 };
+	int counts[2] = { 0 };
+	struct handback_log log;
+
+	(void)state;
+	tu_latch_init(&started, 1);
+	tu_latch_init(&release, 1);
+	hb_init(&log, pool);
+	assert_int_equal(tpe_execute(pool, tu_blocker_fn, &b), 0);
+	tu_latch_wait(&started);
+	assert_int_equal(tpe_execute(pool, tu_count_fn, &counts[0]), 0);
+	assert_int_equal(tpe_execute(pool, tu_count_fn, &counts[1]), 0);
+	assert_int_equal(tpe_shutdown(pool), 0);
+	assert_int_equal(tu_stats(pool).queued, 2);
+	assert_int_equal(tpe_shutdown_now(pool, hb_fn, &log), 0);
+	assert_int_equal(hb_count(&log), 2);
+	assert_ptr_equal(log.arg[0], &counts[0]);
+	assert_ptr_equal(log.arg[1], &counts[1]);
+	/* A second shutdown_now has nothing left to hand back. */
+	assert_int_equal(tpe_shutdown_now(pool, hb_fn, &log), 0);
+	assert_int_equal(hb_count(&log), 2);
+	tu_latch_count_down(&release);
+	assert_int_equal(tpe_await_termination(pool, -1), 0);
+	assert_int_equal(tu_load(&counts[0]), 0);
+	assert_int_equal(tu_load(&counts[1]), 0);
+	assert_terminated(pool, 3, 1);
+	assert_int_equal(tpe_destroy(pool), 0);
+	tu_latch_destroy(&started);
+	tu_latch_destroy(&release);
+}
+
+/* ---- refused after shutdown (items 37, 46) ---------------------------- */
+
+static int custom_calls;
+
+static int
+custom_handler(tpe_t *pool, tpe_fn fn, void *arg, void *ctx)
+{
+	(void)pool;
+	(void)ctx;
+	__atomic_add_fetch(&custom_calls, 1, __ATOMIC_SEQ_CST);
+	fn(arg);
+	return 0;
+}
+
+/*
+ * P(1,1,ABQ(1)) saturated by a running blocker and a queued task; refused
+ * by the policy while running, refused with ECANCELED (no handler, no
+ * caller-runs, nothing counted) once shut down.
+ */
+static void
+refused_after_shutdown(enum tpe_rejection rej, bool custom, bool now)
+{
+	struct tu_latch started, release;
+	struct tu_blocker b = { &started, &release, NULL, 0 };
+	int queued_count = 0, extra = 0;
+	struct handback_log log;
+	struct tpe_stats s0, s;
+	tpe_future_t *f = (tpe_future_t *)&extra; /* sentinel */
+	tpe_attr_t *a;
+	tpe_t *pool;
+
+	tu_latch_init(&started, 1);
+	tu_latch_init(&release, 1);
+	hb_init(&log, NULL);
+	custom_calls = 0;
+	a = attr_new(1, 1, TPE_QUEUE_BOUNDED, 1);
+	if (custom)
+		assert_int_equal(tpe_attr_set_rejection_handler(a,
+		    custom_handler, NULL), 0);
+	else
+		assert_int_equal(tpe_attr_set_rejection(a, rej), 0);
+	assert_int_equal(tpe_attr_set_discard_callback(a, hb_fn, &log), 0);
+	pool = pool_from(a);
+	assert_int_equal(tpe_execute(pool, tu_blocker_fn, &b), 0);
+	tu_latch_wait(&started);
+	assert_int_equal(tpe_execute(pool, tu_count_fn, &queued_count), 0);
+	if (!custom && rej == TPE_REJECT_ABORT) {
+		assert_int_equal(tpe_execute(pool, tu_count_fn, &extra), EAGAIN);
+		assert_int_equal(tu_stats(pool).rejected, 1);
+	}
+
+	if (now)
+		assert_int_equal(tpe_shutdown_now(pool, NULL, NULL), 0);
+	else
+		assert_int_equal(tpe_shutdown(pool), 0);
+	s0 = tu_stats(pool);
+	extra = 0;
+	custom_calls = 0;
+	log.n = 0;
+	assert_int_equal(tpe_execute(pool, tu_count_fn, &extra), ECANCELED);
+	assert_int_equal(tpe_submit(pool, ret_arg_fn, &extra, &f), ECANCELED);
+	assert_ptr_equal(f, (tpe_future_t *)&extra);  /* not written */
+	assert_false(tpe_is_terminated(pool));
+	assert_int_equal(tu_load(&extra), 0);          /* not run in caller */
+	assert_int_equal(__atomic_load_n(&custom_calls, __ATOMIC_SEQ_CST), 0);
+	assert_int_equal(hb_count(&log), 0);           /* not discarded */
+	s = tu_stats(pool);
+	assert_int_equal(s.submitted, s0.submitted);
+	assert_int_equal(s.rejected, s0.rejected);
+	assert_int_equal(s.queued, s0.queued);
+
+	tu_latch_count_down(&release);
+	assert_int_equal(tpe_await_termination(pool, -1), 0);
+	assert_int_equal(tpe_execute(pool, tu_count_fn, &extra), ECANCELED);
+	assert_int_equal(tpe_submit(pool, ret_arg_fn, &extra, &f), ECANCELED);
+	assert_ptr_equal(f, (tpe_future_t *)&extra);
+	assert_int_equal(tu_load(&extra), 0);
+	assert_int_equal(__atomic_load_n(&custom_calls, __ATOMIC_SEQ_CST), 0);
+	/* Item 46: 2 completed after shutdown, 1 after shutdown_now. */
+	assert_int_equal(tu_load(&queued_count), now ? 0 : 1);
+	assert_terminated(pool, 2, now ? 1 : 2);
+	assert_int_equal(tpe_destroy(pool), 0);
+	tu_latch_destroy(&started);
+	tu_latch_destroy(&release);
+}
+
+static void
+test_lifecycle_refused_after_shutdown_abort(void **state)
+{
+	(void)state;
+	refused_after_shutdown(TPE_REJECT_ABORT, false, false);
+	refused_after_shutdown(TPE_REJECT_ABORT, false, true);
+}
+
+static void
+test_lifecycle_refused_after_shutdown_caller_runs(void **state)
+{
+	(void)state;
+	refused_after_shutdown(TPE_REJECT_CALLER_RUNS, false, false);
+	refused_after_shutdown(TPE_REJECT_CALLER_RUNS, false, true);
+}
+
+static void
+test_lifecycle_refused_after_shutdown_discard(void **state)
+{
+	(void)state;
+	refused_after_shutdown(TPE_REJECT_DISCARD, false, false);
+	refused_after_shutdown(TPE_REJECT_DISCARD, false, true);
+	refused_after_shutdown(TPE_REJECT_DISCARD_OLDEST, false, false);
+	refused_after_shutdown(TPE_REJECT_DISCARD_OLDEST, false, true);
+}
+
+static void
+test_lifecycle_refused_after_shutdown_custom_handler(void **state)
+{
+	(void)state;
+	refused_after_shutdown(TPE_REJECT_ABORT, true, false);
+	refused_after_shutdown(TPE_REJECT_ABORT, true, true);
+}
+
+/* ---- idle and running workers on shutdown (items 49, 50) ------------- */
+
+static void
+test_lifecycle_idle_workers_exit_on_shutdown(void **state)
+{
+	struct tu_latch started, release, done;
+	struct tu_blocker b = { &started, &release, &done, 0 };
+	tpe_attr_t *a;
+	tpe_t *pool;
+	size_t n = 0;
+	struct tpe_stats s;
+
+	(void)state;
+	tu_latch_init(&started, 1);
+	tu_latch_init(&release, 1);
+	tu_latch_init(&done, 1);
+	a = attr_new(4, 8, TPE_QUEUE_UNBOUNDED, 0);
+	assert_int_equal(tpe_attr_set_keep_alive(a, 3600 * TU_S), 0);
+	pool = pool_from(a);
+	assert_int_equal(tpe_prestart_core_threads(pool, &n), 0);
+	assert_int_equal(n, 4);
+	/* One worker busy during shutdown, idle after it. */
+	assert_int_equal(tpe_execute(pool, tu_blocker_fn, &b), 0);
+	tu_latch_wait(&started);
+	s = tu_stats(pool);
+	assert_int_equal(s.pool_size, 4);
+	assert_int_equal(tpe_shutdown(pool), 0);
+	/* The idle ones leave at once; the busy one keeps the pool alive. */
+	assert_int_equal(tpe_await_termination(pool, 10 * TU_MS), ETIMEDOUT);
+	tu_latch_count_down(&release);
+	tu_latch_wait(&done);
+	/* Far below the hour of keep-alive. */
+	assert_int_equal(tpe_await_termination(pool, 60 * TU_S), 0);
+	assert_terminated(pool, 1, 1);
+	assert_int_equal(tpe_destroy(pool), 0);
+	tu_latch_destroy(&started);
+	tu_latch_destroy(&release);
+	tu_latch_destroy(&done);
+}
+
+static void
+test_lifecycle_shutdown_with_allow_core_timeout_idle_exit(void **state)
+{
+	tpe_attr_t *a;
+	tpe_t *pool;
+	size_t n = 0;
+
+	(void)state;
+	a = attr_new(3, 3, TPE_QUEUE_BOUNDED, 2);
+	assert_int_equal(tpe_attr_set_keep_alive(a, 3600 * TU_S), 0);
+	assert_int_equal(tpe_attr_set_allow_core_timeout(a, true), 0);
+	pool = pool_from(a);
+	assert_int_equal(tpe_prestart_core_threads(pool, &n), 0);
+	assert_int_equal(n, 3);
+	assert_int_equal(tpe_shutdown(pool), 0);
+	assert_int_equal(tpe_await_termination(pool, 60 * TU_S), 0);
+	assert_terminated(pool, 0, 0);
+	assert_int_equal(tpe_destroy(pool), 0);
+}
+
+struct observer {
+	struct tu_latch started, release;
+	bool saw_shutdown;   /* tpe_is_shutdown(pool) after the release */
+	bool saw_terminated;
+	int finished;        /* atomic */
+	tpe_t *pool;
+};
+
+static void
+observer_fn(void *arg)
+{
+	struct observer *o = arg;
+
+	tu_latch_count_down(&o->started);
+	tu_latch_wait(&o->release);
+	o->saw_shutdown = tpe_is_shutdown(o->pool);
+	o->saw_terminated = tpe_is_terminated(o->pool);
+	__atomic_store_n(&o->finished, 1, __ATOMIC_SEQ_CST);
+}
+
+static void
+test_lifecycle_shutdown_does_not_disturb_running_task(void **state)
+{
+	tpe_t *pool = tu_pool(2, 2, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
+	struct observer o;
+	struct tpe_stats s;
+
+	(void)state;
+	memset(&o, 0, sizeof(o));
+	tu_latch_init(&o.started, 1);
+	tu_latch_init(&o.release, 1);
+	o.pool = pool;
+	assert_int_equal(tpe_execute(pool, observer_fn, &o), 0);
+	tu_latch_wait(&o.started);
+	assert_int_equal(tpe_shutdown(pool), 0);
+	s = tu_stats(pool);
+	assert_int_equal(s.active, 1);
+	assert_int_equal(s.pool_size, 1);
+	assert_int_equal(__atomic_load_n(&o.finished, __ATOMIC_SEQ_CST), 0);
+	assert_false(tpe_is_terminated(pool));
+	tu_latch_count_down(&o.release);
+	assert_int_equal(tpe_await_termination(pool, -1), 0);
+	assert_int_equal(__atomic_load_n(&o.finished, __ATOMIC_SEQ_CST), 1);
+	assert_true(o.saw_shutdown);
+	assert_false(o.saw_terminated);
+	assert_terminated(pool, 1, 1);
+	assert_int_equal(tpe_destroy(pool), 0);
+	tu_latch_destroy(&o.started);
+	tu_latch_destroy(&o.release);
+}
+
+static void
+test_lifecycle_shutdown_now_does_not_disturb_running_task(void **state)
+{
+	tpe_t *pool = tu_pool(1, 1, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
+	struct observer o;
+
+	(void)state;
+	memset(&o, 0, sizeof(o));
+	tu_latch_init(&o.started, 1);
+	tu_latch_init(&o.release, 1);
+	o.pool = pool;
+	assert_int_equal(tpe_execute(pool, observer_fn, &o), 0);
+	tu_latch_wait(&o.started);
+	assert_int_equal(tpe_shutdown_now(pool, NULL, NULL), 0);
+	assert_int_equal(tu_stats(pool).active, 1);
+	assert_false(tpe_is_terminated(pool));
+	tu_latch_count_down(&o.release);
+	assert_int_equal(tpe_await_termination(pool, -1), 0);
+	assert_int_equal(__atomic_load_n(&o.finished, __ATOMIC_SEQ_CST), 1);
+	assert_true(o.saw_shutdown);
+	assert_terminated(pool, 1, 1);
+	assert_int_equal(tpe_destroy(pool), 0);
+	tu_latch_destroy(&o.started);
+	tu_latch_destroy(&o.release);
+}
+
+/* ---- destroy ------------------------------------------------------------ */
+
+struct destroyer {
+	pthread_t thread;
+	tpe_t *pool;
+	int rc;
+};
+
+static void *
+destroyer_main(void *arg)
+{
+	struct destroyer *d = arg;
+
+	d->rc = tpe_destroy(d->pool);
+	return NULL;
+}
+
+static void
+test_lifecycle_destroy_runs_queued_tasks(void **state)
+{
+	tpe_t *pool = tu_pool(1, 1, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
+	struct tu_latch started, release;
+	struct tu_blocker b = { &started, &release, NULL, 0 };
+	int counts[10] = { 0 };
+	struct destroyer d;
+	int i;
+
+	(void)state;
+	tu_latch_init(&started, 1);
+	tu_latch_init(&release, 1);
+	assert_int_equal(tpe_execute(pool, tu_blocker_fn, &b), 0);
+	tu_latch_wait(&started);
+	for (i = 0; i < 10; i++)
+		assert_int_equal(tpe_execute(pool, tu_count_fn, &counts[i]), 0);
+	d.pool = pool;
+	d.rc = -1;
+	assert_int_equal(pthread_create(&d.thread, NULL, destroyer_main, &d), 0);
+	/*
+	 * Wait until destroy has shut the pool down (it cannot finish: the
+	 * blocker holds it). Not a timing assertion: a wait for a state.
+	 */
+	while (!tpe_is_shutdown(pool))
+		sched_yield();
+	assert_int_equal(tu_stats(pool).queued, 10);
+	assert_int_equal(tpe_execute(pool, tu_count_fn, &counts[0]), ECANCELED);
+	for (i = 0; i < 10; i++)
+		assert_int_equal(tu_load(&counts[i]), 0);
+	tu_latch_count_down(&release);  /* the pool may be freed from here on */
+	assert_int_equal(pthread_join(d.thread, NULL), 0);
+	assert_int_equal(d.rc, 0);
+	for (i = 0; i < 10; i++)
+		assert_int_equal(tu_load(&counts[i]), 1);
+	assert_int_equal(tu_load(&b.ran), 1);
+	tu_latch_destroy(&started);
+	tu_latch_destroy(&release);
+}
+
+static void
+test_lifecycle_destroy_fresh_and_after_shutdown_now(void **state)
+{
+	tpe_t *pool;
+
+	(void)state;
+	pool = tu_pool(2, 4, TPE_QUEUE_HANDOFF, 0, TPE_REJECT_ABORT);
+	assert_int_equal(tpe_destroy(pool), 0);
+	pool = tu_pool(2, 4, TPE_QUEUE_BOUNDED, 3, TPE_REJECT_ABORT);
+	assert_int_equal(tpe_prestart_core_threads(pool, NULL), 0);
+	assert_int_equal(tpe_shutdown_now(pool, NULL, NULL), 0);
+	assert_int_equal(tpe_destroy(pool), 0);
+	pool = tu_pool(0, 1, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
+	assert_int_equal(tpe_shutdown(pool), 0);
+	assert_true(tpe_is_terminated(pool));
+	assert_int_equal(tpe_destroy(pool), 0);
+}
+
+/* ---- disposition invariant under races (items 47, 48) ----------------- */
+
+struct slot {
+	int ran;      /* atomic */
+	int handed;   /* atomic */
+	int rc;       /* the submitting call's return value */
+};
+
+static void
+slot_run(void *arg)
+{
+	__atomic_add_fetch(&((struct slot *)arg)->ran, 1, __ATOMIC_SEQ_CST);
+}
+
+static void
+slot_handback(tpe_fn fn, void *arg, void *ctx)
+{
+	(void)fn;
+	(void)ctx;
+	__atomic_add_fetch(&((struct slot *)arg)->handed, 1, __ATOMIC_SEQ_CST);
+}
+
+struct race {
+	tpe_t *pool;
+	pthread_barrier_t start;
+	sem_t go;            /* posted by submitter 0 after `trigger` calls */
+	int trigger;
+	int per_thread;
+	int nthreads;
+	struct slot *slots;  /* nthreads * per_thread */
+	int violation;       /* a submitter saw rc != ECANCELED after ECANCELED */
+	bool until_cancelled; /* item 47: submit until ECANCELED */
+};
+
+struct submitter {
+	pthread_t thread;
+	struct race *r;
+	int idx;
+};
+
+static void *
+submitter_main(void *arg)
+{
+	struct submitter *s = arg;
+	struct race *r = s->r;
+	struct slot *slots = r->slots + (size_t)s->idx * r->per_thread;
+	bool cancelled = false;
+	int i;
+
+	pthread_barrier_wait(&r->start);
+	for (i = 0; i < r->per_thread; i++) {
+		if (s->idx == 0 && i == r->trigger)
+			sem_post(&r->go);
+		slots[i].rc = tpe_execute(r->pool, slot_run, &slots[i]);
+		if (cancelled && slots[i].rc != ECANCELED)
+			__atomic_store_n(&r->violation, 1, __ATOMIC_SEQ_CST);
+		if (slots[i].rc == ECANCELED) {
+			cancelled = true;
+			if (r->until_cancelled)
+				break;
+		}
+	}
+	for (i++; i < r->per_thread; i++)
+		slots[i].rc = -1;                 /* never attempted */
+	if (s->idx == 0 && r->trigger >= r->per_thread)
+		sem_post(&r->go);
+	return NULL;
+}
+
+/* Runs one round; returns false (after recording why) on a violation. */
+static void
+race_round(struct race *r, tpe_attr_t *a, int mode)
+{
+	struct submitter subs[8];
+	struct tpe_stats st;
+	uint64_t accepted = 0, ran = 0, handed = 0;
+	size_t n = (size_t)r->nthreads * r->per_thread, k;
+	int i;
+
+	assert_true(r->nthreads <= 8);
+	memset(r->slots, 0, n * sizeof(*r->slots));
+	assert_int_equal(tpe_create(&r->pool, a), 0);
+	assert_int_equal(pthread_barrier_init(&r->start, NULL,
+	    (unsigned)r->nthreads + 1), 0);
+	assert_int_equal(sem_init(&r->go, 0, 0), 0);
+	r->violation = 0;
+	for (i = 0; i < r->nthreads; i++) {
+		subs[i].r = r;
+		subs[i].idx = i;
+		assert_int_equal(pthread_create(&subs[i].thread, NULL,
+		    submitter_main, &subs[i]), 0);
+	}
+	pthread_barrier_wait(&r->start);
+	while (sem_wait(&r->go) != 0)
+		;
+	if (mode == 0)
+		assert_int_equal(tpe_shutdown(r->pool), 0);
+	else
+		assert_int_equal(tpe_shutdown_now(r->pool, slot_handback, NULL),
+		    0);
+	for (i = 0; i < r->nthreads; i++)
+		assert_int_equal(pthread_join(subs[i].thread, NULL), 0);
+	assert_int_equal(tpe_await_termination(r->pool, -1), 0);
+	st = tu_stats(r->pool);
+	assert_int_equal(tpe_destroy(r->pool), 0);
+	pthread_barrier_destroy(&r->start);
+	sem_destroy(&r->go);
+
+	assert_int_equal(r->violation, 0);
+	for (k = 0; k < n; k++) {
+		struct slot *s = &r->slots[k];
+		int ran_k = __atomic_load_n(&s->ran, __ATOMIC_SEQ_CST);
+		int handed_k = __atomic_load_n(&s->handed, __ATOMIC_SEQ_CST);
+
+		if (s->rc == -1) {
+			assert_int_equal(ran_k + handed_k, 0);
+			continue;
+		}
+		if (s->rc == 0) {
+			accepted++;
+			if (ran_k + handed_k != 1)
+				print_error("slot %zu: ran %d handed %d\n", k,
+				    ran_k, handed_k);
+			assert_int_equal(ran_k + handed_k, 1);
+		} else {
+			assert_true(s->rc == ECANCELED || s->rc == EAGAIN);
+			assert_int_equal(ran_k + handed_k, 0);
+		}
+		if (mode == 0)
+			assert_int_equal(handed_k, 0);
+		ran += (uint64_t)ran_k;
+		handed += (uint64_t)handed_k;
+	}
+	assert_int_equal(ran + handed, accepted);
+	assert_int_equal(st.submitted, accepted);
+	assert_int_equal(st.completed, ran);
+	assert_int_equal(st.pool_size, 0);
+	assert_int_equal(st.queued, 0);
+}
+
+static void
+test_lifecycle_disposition_invariant_race(void **state)
+{
+	enum { NTH = 4, PER = 400, ROUNDS = 120 };
+	struct race r;
+	unsigned seed = 12345;
+	int round;
+
+	(void)state;
+	memset(&r, 0, sizeof(r));
+	r.nthreads = NTH;
+	r.per_thread = PER;
+	r.slots = calloc((size_t)NTH * PER, sizeof(*r.slots));
+	assert_non_null(r.slots);
+	for (round = 0; round < ROUNDS; round++) {
+		tpe_attr_t *a;
+		size_t core = (size_t)(rand_r(&seed) % 4);
+		size_t max = core + 1 + (size_t)(rand_r(&seed) % 4);
+
+		assert_int_equal(tpe_attr_create(&a), 0);
+		assert_int_equal(tpe_attr_set_pool_size(a, core, max), 0);
+		switch (round % 3) {
+		case 0:
+			assert_int_equal(tpe_attr_set_queue(a,
+			    TPE_QUEUE_UNBOUNDED, 0), 0);
+			break;
+		case 1:
+			assert_int_equal(tpe_attr_set_queue(a,
+			    TPE_QUEUE_BOUNDED, 1 + (size_t)(rand_r(&seed) % 64)),
+			    0);
+			break;
+		default:
+			assert_int_equal(tpe_attr_set_queue(a,
+			    TPE_QUEUE_HANDOFF, 0), 0);
+			break;
+		}
+		r.trigger = rand_r(&seed) % (PER + 1);
+		r.until_cancelled = false;
+		race_round(&r, a, round & 1);
+		tpe_attr_destroy(a);
+	}
+	free(r.slots);
+}
+
+/* Java's ShutdownNowExecuteRace: P(10,10,3 days,ABQ(10)), shutdown_now at once. */
+static void
+test_lifecycle_shutdown_now_execute_race(void **state)
+{
+	enum { NTH = 2, PER = 2000, POOLS = 256 };
+	struct race r;
+	tpe_attr_t *a;
+	int i;
+
+	(void)state;
+	memset(&r, 0, sizeof(r));
+	r.nthreads = NTH;
+	r.per_thread = PER;
+	r.slots = calloc((size_t)NTH * PER, sizeof(*r.slots));
+	assert_non_null(r.slots);
+	a = attr_new(10, 10, TPE_QUEUE_BOUNDED, 10);
+	assert_int_equal(tpe_attr_set_keep_alive(a, 3 * 86400 * TU_S), 0);
+	for (i = 0; i < POOLS; i++) {
+		r.trigger = 0;            /* shut down right after the start */
+		r.until_cancelled = true;
+		race_round(&r, a, 1);
+	}
+	tpe_attr_destroy(a);
+	free(r.slots);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_lifecycle_fresh_pool_flags),
+		cmocka_unit_test(test_lifecycle_shutdown_runs_queued_tasks),
+		cmocka_unit_test(test_lifecycle_terminated_hook_before_waiters),
+		cmocka_unit_test(test_lifecycle_shutdown_empty_pool_runs_hook_in_caller),
+		cmocka_unit_test(test_lifecycle_shutdown_now_empty_pool_runs_hook_once),
+		cmocka_unit_test(test_lifecycle_terminated_hook_once_with_idle_workers),
+		cmocka_unit_test(test_lifecycle_await_timeouts),
+		cmocka_unit_test(test_lifecycle_await_huge_timeout_no_overflow),
+		cmocka_unit_test(test_lifecycle_null_pool_einval),
+		cmocka_unit_test(test_lifecycle_edeadlk_from_task),
+		cmocka_unit_test(test_lifecycle_shutdown_now_hands_back_queue_in_order),
+		cmocka_unit_test(test_lifecycle_shutdown_now_null_drained_uses_discard),
+		cmocka_unit_test(test_lifecycle_shutdown_now_no_callback_drops),
+		cmocka_unit_test(test_lifecycle_shutdown_now_cancels_futures),
+		cmocka_unit_test(test_lifecycle_shutdown_then_shutdown_now),
+		cmocka_unit_test(test_lifecycle_refused_after_shutdown_abort),
+		cmocka_unit_test(test_lifecycle_refused_after_shutdown_caller_runs),
+		cmocka_unit_test(test_lifecycle_refused_after_shutdown_discard),
+		cmocka_unit_test(test_lifecycle_refused_after_shutdown_custom_handler),
+		cmocka_unit_test(test_lifecycle_idle_workers_exit_on_shutdown),
+		cmocka_unit_test(test_lifecycle_shutdown_with_allow_core_timeout_idle_exit),
+		cmocka_unit_test(test_lifecycle_shutdown_does_not_disturb_running_task),
+		cmocka_unit_test(test_lifecycle_shutdown_now_does_not_disturb_running_task),
+		cmocka_unit_test(test_lifecycle_destroy_runs_queued_tasks),
+		cmocka_unit_test(test_lifecycle_destroy_fresh_and_after_shutdown_now),
+		cmocka_unit_test(test_lifecycle_disposition_invariant_race),
+		cmocka_unit_test(test_lifecycle_shutdown_now_execute_race),
+	};
+
+	tu_time_bound(0);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
