@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * peer.h - the small interface through which tpe-bench drives every pool it
+ * measures (libtpe and the pools users would pick instead).
+ *
+ * Design notes
+ *   A peer is a table of five operations on an opaque pool. tpe-bench calls
+ *   create once per measured run, in a fresh child process (so process-global
+ *   pools such as libuv's start clean and a crashing or hanging peer only
+ *   loses its own run), submits from one or more threads, and decides by
+ *   itself when every task has run: each task bumps a counter, so the
+ *   completion mechanism is the same for every peer and is not timed as part
+ *   of any peer's API. wait_all (the peer's own "wait until idle", when it
+ *   has one) is only called after the measurement, as a sanity check.
+ *
+ *   All operations return 0 or a positive errno value. submit may be called
+ *   from several threads at once; create, wait_all and destroy from one.
+ */
+#ifndef TPE_BENCH_PEER_H
+#define TPE_BENCH_PEER_H
+
+typedef void (*peer_fn)(void *arg);
+
+struct peer {
+	const char *name; /* short name: table rows, --peer */
+	const char *what; /* one line: the configuration measured */
+
+	/* A pool with exactly nthreads worker threads, started (or started
+	 * lazily on the first submissions; tpe-bench warms every pool up
+	 * before it measures). */
+	int (*create)(void **pool, int nthreads);
+
+	/* Run fn(arg) once on a worker. arg is never NULL. */
+	int (*submit)(void *pool, peer_fn fn, void *arg);
+
+	/* Optional: each submitting thread calls this after its last submit
+	 * (libuv reaps its completions on the submitter's loop). */
+	void (*submitter_done)(void *pool);
+
+	/* Optional: the peer's own wait-until-every-task-ran. */
+	int (*wait_all)(void *pool);
+
+	/* Stop the workers and free the pool; every task has run. */
+	int (*destroy)(void *pool);
+};
+
+/* Peers written in C, compiled in when configure found them. */
+extern const struct peer tpe_bench_peer_handrolled;
+extern const struct peer tpe_bench_peer_libtpe;
+extern const struct peer tpe_bench_peer_glib;
+extern const struct peer tpe_bench_peer_thpool;
+extern const struct peer tpe_bench_peer_uv;
+extern const struct peer tpe_bench_peer_ref;
+
+#endif /* TPE_BENCH_PEER_H */

@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * peer_libtpe.c - libtpe as a tpe-bench peer: the default queue-first pool
+ * with core = max = nthreads and the default unbounded queue.
+ *
+ * Design notes
+ *   Only the pool size is set; everything else is tpe_attr_create's default
+ *   (queue-first, TPE_QUEUE_UNBOUNDED, abort policy), the pool a user gets
+ *   when sizing it. The core threads are prestarted, as the other fixed
+ *   pools start theirs at create. tpe_wait_idle is the peer's wait-for-idle.
+ */
+#include <errno.h>
+
+#include <tpe.h>
+
+#include "peer.h"
+
+static int
+tp_create(void **out, int nthreads)
+{
+	tpe_attr_t *attr;
+	tpe_t *pool;
+	int rc;
+
+	rc = tpe_attr_create(&attr);
+	if (rc != 0)
+		return rc;
+	rc = tpe_attr_set_pool_size(attr, (size_t)nthreads, (size_t)nthreads);
+	if (rc == 0)
+		rc = tpe_create(&pool, attr);
+	tpe_attr_destroy(attr);
+	if (rc != 0)
+		return rc;
+	rc = tpe_prestart_core_threads(pool, NULL);
+	if (rc != 0) {
+		tpe_destroy(pool);
+		return rc;
+	}
+	*out = pool;
+	return 0;
+}
+
+static int
+tp_submit(void *p, peer_fn fn, void *arg)
+{
+	return tpe_execute(p, fn, arg);
+}
+
+static int
+tp_wait_all(void *p)
+{
+	return tpe_wait_idle(p, -1);
+}
+
+static int
+tp_destroy(void *p)
+{
+	return tpe_destroy(p);
+}
+
+const struct peer tpe_bench_peer_libtpe = {
+	.name = "libtpe",
+	.what = "tpe_execute, default queue-first pool, core = max, "
+	    "unbounded queue",
+	.create = tp_create,
+	.submit = tp_submit,
+	.submitter_done = NULL,
+	.wait_all = tp_wait_all,
+	.destroy = tp_destroy,
+};

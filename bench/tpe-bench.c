@@ -1,0 +1,1602 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tpe-bench.c - libtpe measured side by side with the thread pools users
+ * would pick instead (a hand-rolled pool, GLib, C-Thread-Pool, libuv, Java),
+ * and with a near-limit reference that no general pool goes below.
+ *
+ * Design notes
+ *   Scenarios. A scenario is a function in the scenarios[] table: it creates
+ *   a pool through a peer (peer.h), measures, and fills in one value per
+ *   metric it declares. To add one, write the function and add a row.
+ *
+ *   Runs. Every run of every (scenario, peer) pair happens in a child
+ *   process of its own, forked from this single-threaded parent: so the
+ *   process-global pools (libuv's, GLib's) start fresh, the heap measures
+ *   only one pool, and a peer that fails, crashes or hangs loses its run and
+ *   nothing else (the parent prints why and goes on). The child sends its
+ *   result through a pipe before it tears the pool down, then sends the
+ *   result of the teardown (the peer's wait_all, then destroy).
+ *
+ *   Completion. Every peer is measured with the same mechanism: a no-op task
+ *   adds one to a counter of its own worker thread (a thread-local slot on
+ *   its own cache line, so that counting costs no shared cache line), and
+ *   the measuring thread sums the slots, sleeping 1 ms between looks. A
+ *   peer's own wait-for-idle is never part of a measured interval.
+ *
+ *   Figures. Each figure is the median of the runs, printed with the
+ *   smallest and the largest, and as a ratio to the hand-rolled pool's
+ *   median. Java peers run in one JVM per (scenario, pool), which does a
+ *   warm-up and then the same runs (bench/java/TpeBench.java).
+ */
+#ifdef HAVE_CONFIG_H
+#include <config.h>
+#endif
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <malloc.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#ifdef __linux__
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#endif
+
+#ifndef TPE_BENCH_NO_LIBTPE
+#include <tpe.h>
+#endif
+
+#include "peer.h"
+
+#define MAX_METRICS 4
+#define MAX_RUNS 99
+#define MAX_SLOTS 256
+#define CACHE_LINE 64
+
+#if defined(__x86_64__) || defined(__i386__)
+#define cpu_relax() __builtin_ia32_pause()
+#elif defined(__aarch64__)
+#define cpu_relax() __asm__ __volatile__("yield" ::: "memory")
+#else
+#define cpu_relax() ((void)0)
+#endif
+
+/* ---- parameters ----------------------------------------------------- */
+
+struct params {
+	int runs;              /* measured runs per (scenario, peer) */
+	bool quick;            /* --quick: counts / 100, 3 runs */
+	long tiny_tasks;       /* tasks per tiny run */
+	int tiny_cap_s;        /* a tiny run stops submitting after this */
+	long lat_samples;      /* samples per latency run */
+	long lat_gap_ns;       /* idle time requested between two samples */
+	long mem_tasks;        /* tasks queued by memory-task */
+	int mem_threads;       /* threads of memory-thread */
+	int workers;           /* workers of every other scenario */
+	int timeout_s;         /* a child that takes longer is killed */
+	const char *java;      /* the java launcher, or NULL */
+	const char *java_dir;  /* where TpeBench.class is */
+};
+
+static struct params P;
+
+/* ---- small helpers -------------------------------------------------- */
+
+static int64_t
+now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void
+sleep_ns(int64_t ns)
+{
+	struct timespec ts = { (time_t)(ns / 1000000000), (long)(ns % 1000000000) };
+
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+static void
+futex_wait_int(_Atomic int *word, int val)
+{
+#ifdef __linux__
+	syscall(SYS_futex, (int *)word, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
+#else
+	(void)word;
+	(void)val;
+	sleep_ns(100000);
+#endif
+}
+
+static void
+futex_wake_all(_Atomic int *word)
+{
+#ifdef __linux__
+	syscall(SYS_futex, (int *)word, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+#else
+	(void)word;
+#endif
+}
+
+static void
+errf(char *err, size_t len, const char *what, int rc)
+{
+	snprintf(err, len, "%s: %s", what, strerror(rc));
+}
+
+/* The terminal and the --table file get the same text. */
+static FILE *table_file;
+
+static void out(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void
+out(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	if (table_file != NULL) {
+		va_start(ap, fmt);
+		vfprintf(table_file, fmt, ap);
+		va_end(ap);
+	}
+}
+
+/* ---- completion counters (see Design notes) ------------------------- */
+
+struct slot {
+	_Alignas(CACHE_LINE) _Atomic unsigned long n;
+};
+
+static struct slot slots[MAX_SLOTS];
+static _Atomic int nslots;
+static __thread struct slot *tl_slot;
+/* The argument of every no-op and blocking task: not NULL, aligned. */
+static _Alignas(16) char task_ctx[16];
+
+static struct slot *
+slot_get(void)
+{
+	int i = atomic_fetch_add(&nslots, 1);
+
+	if (i >= MAX_SLOTS) {
+		fprintf(stderr, "tpe-bench: more than %d threads ran tasks\n",
+		    MAX_SLOTS);
+		abort();
+	}
+	tl_slot = &slots[i];
+	return tl_slot;
+}
+
+/* The no-op task. One writer per slot: a relaxed load and store, no RMW.
+ * The reader is sum_counts(); a task has nothing else to publish. */
+static void
+count_task(void *arg)
+{
+	struct slot *s = tl_slot;
+
+	(void)arg;
+	if (s == NULL)
+		s = slot_get();
+	atomic_store_explicit(&s->n,
+	    atomic_load_explicit(&s->n, memory_order_relaxed) + 1,
+	    memory_order_relaxed);
+}
+
+static unsigned long
+sum_counts(void)
+{
+	unsigned long sum = 0;
+	int i, n = atomic_load(&nslots);
+
+	for (i = 0; i < n && i < MAX_SLOTS; i++)
+		sum += atomic_load_explicit(&slots[i].n, memory_order_relaxed);
+	return sum;
+}
+
+/* Sleep 1 ms at a time until target tasks have run in all. */
+static int
+wait_counts(unsigned long target, int64_t timeout_ns)
+{
+	int64_t deadline = now_ns() + timeout_ns;
+
+	while (sum_counts() < target) {
+		if (now_ns() > deadline)
+			return ETIMEDOUT;
+		sleep_ns(1000000);
+	}
+	return 0;
+}
+
+/* ---- blockers: tasks that hold a worker until the gate opens -------- */
+
+static _Atomic int gate;
+static _Atomic int blockers_started;
+static _Atomic int blockers_done;
+
+static void
+blocker_task(void *arg)
+{
+	(void)arg;
+	atomic_fetch_add(&blockers_started, 1);
+	while (!atomic_load(&gate))
+		futex_wait_int(&gate, 0);
+	atomic_fetch_add(&blockers_done, 1);
+}
+
+static void
+gate_open(void)
+{
+	atomic_store(&gate, 1);
+	futex_wake_all(&gate);
+}
+
+static int
+wait_atomic(_Atomic int *v, int target, int64_t timeout_ns)
+{
+	int64_t deadline = now_ns() + timeout_ns;
+
+	while (atomic_load(v) < target) {
+		if (now_ns() > deadline)
+			return ETIMEDOUT;
+		sleep_ns(1000000);
+	}
+	return 0;
+}
+
+/* Library heap in use: every malloc arena plus mmapped chunks. */
+static double
+heap_bytes(void)
+{
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 33)
+	struct mallinfo2 mi = mallinfo2();
+
+	return (double)mi.uordblks + (double)mi.hblkhd;
+#elif defined(__GLIBC__)
+	struct mallinfo mi = mallinfo();
+
+	return (double)(unsigned)mi.uordblks + (double)(unsigned)mi.hblkhd;
+#else
+	return 0;
+#endif
+}
+
+static double
+rss_bytes(void)
+{
+	FILE *f = fopen("/proc/self/statm", "r");
+	unsigned long size = 0, res = 0;
+
+	if (f == NULL)
+		return 0;
+	if (fscanf(f, "%lu %lu", &size, &res) != 2)
+		res = 0;
+	fclose(f);
+	return (double)res * (double)sysconf(_SC_PAGESIZE);
+}
+
+/* ---- scenarios ------------------------------------------------------ */
+
+struct metric {
+	const char *name;   /* column and CSV metric name */
+	const char *unit;
+	bool higher_better;
+};
+
+struct run_out {
+	double v[MAX_METRICS];
+	char note[160];
+};
+
+struct scenario;
+
+/*
+ * A scenario's run: create a pool with peer p, measure, fill o->v[] (one
+ * value per metric) and leave the pool in *pool for the teardown. On
+ * failure return an errno value and a message in err; the child then
+ * exits without a teardown.
+ */
+typedef int (*scenario_fn)(const struct scenario *sc, const struct peer *p,
+    void **pool, struct run_out *o, char *err, size_t errlen);
+
+struct scenario {
+	const char *name;
+	const char *group;   /* --scenario GROUP selects all of the group */
+	scenario_fn run;
+	long arg;            /* the function's parameter (tiny: submitters) */
+	int nmetrics;
+	struct metric m[MAX_METRICS];
+	int key;             /* the metric of the table's ratio column */
+	const char *java;    /* scenario name for TpeBench.java, or NULL */
+	void (*describe)(const struct scenario *sc, char *buf, size_t len);
+};
+
+static int
+warm_up(const struct peer *p, void *pool, long n, char *err, size_t errlen)
+{
+	unsigned long base = sum_counts();
+	long i;
+	int rc;
+
+	for (i = 0; i < n; i++) {
+		rc = p->submit(pool, count_task, task_ctx);
+		if (rc != 0) {
+			errf(err, errlen, "submit (warm-up)", rc);
+			return rc;
+		}
+	}
+	if (p->submitter_done != NULL)
+		p->submitter_done(pool);
+	rc = wait_counts(base + (unsigned long)n, 30000000000LL);
+	if (rc != 0)
+		snprintf(err, errlen, "warm-up: %ld tasks did not all run in 30 s",
+		    n);
+	return rc;
+}
+
+/* -- tiny: many no-op tasks from 1 or 2 submitters -- */
+
+struct submitter {
+	const struct peer *p;
+	void *pool;
+	long quota;
+	long done;
+	int rc;
+	int64_t cap_ns;          /* stop submitting this long after the start */
+	pthread_barrier_t *start;
+	pthread_t thread;
+};
+
+static void *
+submitter_main(void *arg)
+{
+	struct submitter *s = arg;
+	int64_t deadline;
+	long i;
+
+	pthread_barrier_wait(s->start);
+	deadline = now_ns() + s->cap_ns;
+	for (i = 0; i < s->quota; i++) {
+		if ((i & 1023) == 0 && now_ns() > deadline)
+			break;
+		s->rc = s->p->submit(s->pool, count_task, task_ctx);
+		if (s->rc != 0)
+			break;
+	}
+	s->done = i;
+	if (s->p->submitter_done != NULL)
+		s->p->submitter_done(s->pool);
+	return NULL;
+}
+
+static int
+sc_tiny(const struct scenario *sc, const struct peer *p, void **poolp,
+    struct run_out *o, char *err, size_t errlen)
+{
+	struct submitter subs[8];
+	pthread_barrier_t start;
+	int nsub = (int)sc->arg, i, rc, failed = 0;
+	unsigned long base;
+	long total = 0;
+	int64_t t0, t1;
+
+	rc = p->create(poolp, P.workers);
+	if (rc != 0) {
+		errf(err, errlen, "create", rc);
+		return rc;
+	}
+	rc = warm_up(p, *poolp, 10000, err, errlen);
+	if (rc != 0)
+		return rc;
+	pthread_barrier_init(&start, NULL, (unsigned)nsub + 1);
+	for (i = 0; i < nsub; i++) {
+		subs[i].p = p;
+		subs[i].pool = *poolp;
+		subs[i].quota = P.tiny_tasks / nsub +
+		    (i < P.tiny_tasks % nsub ? 1 : 0);
+		subs[i].done = 0;
+		subs[i].rc = 0;
+		subs[i].cap_ns = (int64_t)P.tiny_cap_s * 1000000000;
+		subs[i].start = &start;
+		rc = pthread_create(&subs[i].thread, NULL, submitter_main,
+		    &subs[i]);
+		if (rc != 0) {
+			errf(err, errlen, "pthread_create (submitter)", rc);
+			return rc; /* the child exits; its threads go with it */
+		}
+	}
+	base = sum_counts();
+	pthread_barrier_wait(&start);
+	t0 = now_ns();
+	for (i = 0; i < nsub; i++) {
+		pthread_join(subs[i].thread, NULL);
+		total += subs[i].done;
+		if (subs[i].rc != 0 && !failed) {
+			failed = subs[i].rc;
+			errf(err, errlen, "submit", subs[i].rc);
+		}
+	}
+	pthread_barrier_destroy(&start);
+	if (failed)
+		return failed;
+	rc = wait_counts(base + (unsigned long)total,
+	    (int64_t)(P.timeout_s / 2) * 1000000000);
+	if (rc != 0) {
+		snprintf(err, errlen, "only %lu of %ld tasks ran",
+		    sum_counts() - base, total);
+		return rc;
+	}
+	t1 = now_ns();
+	o->v[0] = (double)(t1 - t0) / (double)total;
+	o->v[1] = (double)total * 1e3 / (double)(t1 - t0);
+	if (total < P.tiny_tasks)
+		snprintf(o->note, sizeof(o->note),
+		    "capped at %d s: %ld of %ld tasks", P.tiny_cap_s, total,
+		    P.tiny_tasks);
+	return 0;
+}
+
+static void
+describe_tiny(const struct scenario *sc, char *buf, size_t len)
+{
+	snprintf(buf, len, "%ld no-op tasks from %ld submitter%s, %d workers, "
+	    "until all ran (submitting capped at %d s)", P.tiny_tasks,
+	    sc->arg, sc->arg > 1 ? "s" : "", P.workers, P.tiny_cap_s);
+}
+
+/* -- latency: submit-to-start on an idle pool -- */
+
+struct lat_sample {
+	_Atomic int done; /* also the futex word the submitter sleeps on */
+	int64_t start;
+};
+
+static void
+lat_task(void *arg)
+{
+	struct lat_sample *s = arg;
+
+	s->start = now_ns();
+	/* Release pairs with the acquire load in lat_one(). */
+	atomic_store_explicit(&s->done, 1, memory_order_release);
+	futex_wake_all(&s->done);
+}
+
+static int
+cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * One sample: let the pool go idle, submit one task, sleep until it ran.
+ * The submitter sleeps rather than spins, so that on a machine with as many
+ * cores as workers it does not hold the core a woken worker needs.
+ */
+static int
+lat_one(const struct peer *p, void *pool, int64_t *lat, char *err,
+    size_t errlen)
+{
+	static struct lat_sample s;
+	int64_t t0, deadline;
+	int rc;
+
+	sleep_ns(P.lat_gap_ns);
+	atomic_store_explicit(&s.done, 0, memory_order_relaxed);
+	s.start = 0;
+	t0 = now_ns();
+	rc = p->submit(pool, lat_task, &s);
+	if (rc != 0) {
+		errf(err, errlen, "submit", rc);
+		return rc;
+	}
+	deadline = t0 + 10000000000LL;
+	while (!atomic_load_explicit(&s.done, memory_order_acquire)) {
+		futex_wait_int(&s.done, 0);
+		if (now_ns() > deadline) {
+			snprintf(err, errlen, "a task did not start in 10 s");
+			return ETIMEDOUT;
+		}
+	}
+	*lat = s.start - t0;
+	return 0;
+}
+
+static int
+sc_latency(const struct scenario *sc, const struct peer *p, void **poolp,
+    struct run_out *o, char *err, size_t errlen)
+{
+	int64_t *lat, dummy;
+	long i, n = P.lat_samples;
+	int rc;
+
+	(void)sc;
+	lat = malloc((size_t)n * sizeof(*lat));
+	if (lat == NULL) {
+		errf(err, errlen, "malloc", ENOMEM);
+		return ENOMEM;
+	}
+	rc = p->create(poolp, P.workers);
+	if (rc != 0) {
+		errf(err, errlen, "create", rc);
+		return rc;
+	}
+	for (i = 0; i < 200; i++) { /* warm-up: the same, unmeasured */
+		rc = lat_one(p, *poolp, &dummy, err, errlen);
+		if (rc != 0)
+			return rc;
+	}
+	for (i = 0; i < n; i++) {
+		rc = lat_one(p, *poolp, &lat[i], err, errlen);
+		if (rc != 0)
+			return rc;
+	}
+	qsort(lat, (size_t)n, sizeof(*lat), cmp_i64);
+	o->v[0] = (double)lat[n / 2] / 1e3;
+	o->v[1] = (double)lat[n * 99 / 100] / 1e3;
+	o->v[2] = (double)lat[n * 999 / 1000] / 1e3;
+	free(lat);
+	if (p->submitter_done != NULL)
+		p->submitter_done(*poolp);
+	return 0;
+}
+
+static void
+describe_latency(const struct scenario *sc, char *buf, size_t len)
+{
+	(void)sc;
+	snprintf(buf, len, "submit-to-start of one task at a time on an idle "
+	    "pool of %d workers, %ld samples per run; the submitter sleeps "
+	    "%ld us before each and sleeps until the task ran", P.workers,
+	    P.lat_samples, P.lat_gap_ns / 1000);
+}
+
+/* -- memory-task: library bytes per queued task -- */
+
+static int
+sc_mem_task(const struct scenario *sc, const struct peer *p, void **poolp,
+    struct run_out *o, char *err, size_t errlen)
+{
+	double h0, h1, r0, r1;
+	unsigned long base;
+	long i, n = P.mem_tasks;
+	int rc, k;
+
+	(void)sc;
+	rc = p->create(poolp, P.workers);
+	if (rc != 0) {
+		errf(err, errlen, "create", rc);
+		return rc;
+	}
+	rc = warm_up(p, *poolp, 1000, err, errlen);
+	if (rc != 0)
+		return rc;
+	for (k = 0; k < P.workers; k++) {
+		rc = p->submit(*poolp, blocker_task, task_ctx);
+		if (rc != 0) {
+			errf(err, errlen, "submit (blocker)", rc);
+			return rc;
+		}
+	}
+	if (wait_atomic(&blockers_started, P.workers, 10000000000LL) != 0) {
+		snprintf(err, errlen, "%d blocking tasks did not start",
+		    P.workers);
+		return ETIMEDOUT;
+	}
+	sleep_ns(10000000);
+	base = sum_counts();
+	h0 = heap_bytes();
+	r0 = rss_bytes();
+	for (i = 0; i < n; i++) {
+		rc = p->submit(*poolp, count_task, task_ctx);
+		if (rc != 0) {
+			errf(err, errlen, "submit", rc);
+			return rc;
+		}
+	}
+	h1 = heap_bytes();
+	r1 = rss_bytes();
+	gate_open();
+	if (p->submitter_done != NULL)
+		p->submitter_done(*poolp);
+	rc = wait_counts(base + (unsigned long)n, 60000000000LL);
+	if (rc != 0) {
+		snprintf(err, errlen, "the queued tasks did not run in 60 s");
+		return rc;
+	}
+	o->v[0] = (h1 - h0) / (double)n;
+	o->v[1] = (r1 - r0) / (double)n;
+	return 0;
+}
+
+static void
+describe_mem_task(const struct scenario *sc, char *buf, size_t len)
+{
+	(void)sc;
+	snprintf(buf, len, "heap (mallinfo2) and RSS growth per task, %ld "
+	    "no-op tasks queued behind %d workers held by blocking tasks",
+	    P.mem_tasks, P.workers);
+}
+
+/* -- memory-thread: bytes per idle worker thread -- */
+
+static int
+sc_mem_thread(const struct scenario *sc, const struct peer *p, void **poolp,
+    struct run_out *o, char *err, size_t errlen)
+{
+	int t = P.mem_threads, k, rc;
+	double h0, h1, r0, r1;
+
+	(void)sc;
+	h0 = heap_bytes();
+	r0 = rss_bytes();
+	rc = p->create(poolp, t);
+	if (rc != 0) {
+		errf(err, errlen, "create", rc);
+		return rc;
+	}
+	/* t blocking tasks at once prove that t threads exist. */
+	for (k = 0; k < t; k++) {
+		rc = p->submit(*poolp, blocker_task, task_ctx);
+		if (rc != 0) {
+			errf(err, errlen, "submit (blocker)", rc);
+			return rc;
+		}
+	}
+	if (wait_atomic(&blockers_started, t, 10000000000LL) != 0) {
+		snprintf(err, errlen, "only %d of %d blocking tasks ran at "
+		    "once", atomic_load(&blockers_started), t);
+		return ETIMEDOUT;
+	}
+	gate_open();
+	if (p->submitter_done != NULL)
+		p->submitter_done(*poolp);
+	if (wait_atomic(&blockers_done, t, 10000000000LL) != 0) {
+		snprintf(err, errlen, "the blocking tasks did not finish");
+		return ETIMEDOUT;
+	}
+	sleep_ns(20000000); /* the workers go idle */
+	h1 = heap_bytes();
+	r1 = rss_bytes();
+	o->v[0] = (h1 - h0) / t;
+	o->v[1] = (r1 - r0) / t;
+	return 0;
+}
+
+static void
+describe_mem_thread(const struct scenario *sc, char *buf, size_t len)
+{
+	(void)sc;
+	snprintf(buf, len, "heap and RSS growth per thread of an idle pool of "
+	    "%d threads (after each ran one task; includes the pool's fixed "
+	    "cost / %d; thread stacks count only as touched pages)",
+	    P.mem_threads, P.mem_threads);
+}
+
+static const struct scenario scenarios[] = {
+	{ "tiny-1", "tiny", sc_tiny, 1, 2,
+	    { { "ns/task", "ns", false }, { "Mtasks/s", "Mtasks/s", true } },
+	    1, "tiny", describe_tiny },
+	{ "tiny-2", "tiny", sc_tiny, 2, 2,
+	    { { "ns/task", "ns", false }, { "Mtasks/s", "Mtasks/s", true } },
+	    1, "tiny", describe_tiny },
+	{ "latency", "latency", sc_latency, 0, 3,
+	    { { "p50 us", "us", false }, { "p99 us", "us", false },
+	      { "p999 us", "us", false } },
+	    1, "latency", describe_latency },
+	{ "memory-task", "memory", sc_mem_task, 0, 2,
+	    { { "heap B/task", "B", false }, { "RSS B/task", "B", false } },
+	    0, NULL, describe_mem_task },
+	{ "memory-thread", "memory", sc_mem_thread, 0, 2,
+	    { { "heap B/thread", "B", false }, { "RSS B/thread", "B", false } },
+	    0, NULL, describe_mem_thread },
+};
+#define NSCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))
+
+/* ---- peers ---------------------------------------------------------- */
+
+struct peer_entry {
+	const char *name;
+	const struct peer *c;  /* an in-process peer, or NULL */
+	const char *java;      /* a Java pool of TpeBench.java, or NULL */
+	const char *what;
+	const char *skip;      /* why it does not run, or NULL */
+};
+
+static struct peer_entry peers[] = {
+	{ "hand-rolled", &tpe_bench_peer_handrolled, NULL, NULL, NULL },
+#ifndef TPE_BENCH_NO_LIBTPE
+	{ "libtpe", &tpe_bench_peer_libtpe, NULL, NULL, NULL },
+#else
+	{ "libtpe", NULL, NULL, NULL, "built with TPE_BENCH_NO_LIBTPE" },
+#endif
+#ifdef TPE_BENCH_HAVE_GLIB
+	{ "glib", &tpe_bench_peer_glib, NULL, NULL, NULL },
+#else
+	{ "glib", NULL, NULL, NULL, "not found by configure" },
+#endif
+#ifdef TPE_BENCH_HAVE_THPOOL
+	{ "thpool", &tpe_bench_peer_thpool, NULL, NULL, NULL },
+#else
+	{ "thpool", NULL, NULL, NULL, "not found by configure" },
+#endif
+#ifdef TPE_BENCH_HAVE_UV
+	{ "libuv", &tpe_bench_peer_uv, NULL, NULL, NULL },
+#else
+	{ "libuv", NULL, NULL, NULL, "not found by configure" },
+#endif
+	{ "ref", &tpe_bench_peer_ref, NULL, NULL, NULL },
+	{ "java-tpe", NULL, "tpe",
+	    "java.util.concurrent.ThreadPoolExecutor(n, n, LinkedBlockingQueue)",
+	    NULL },
+	{ "java-fjp", NULL, "fjp", "java.util.concurrent.ForkJoinPool(n), "
+	    "execute from outside", NULL },
+};
+#define NPEERS (sizeof(peers) / sizeof(peers[0]))
+
+/* ---- one run in a child process ------------------------------------- */
+
+struct child_msg {
+	int rc;
+	struct run_out out;
+	char err[200];
+};
+
+static int
+write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+	ssize_t n;
+
+	while (len > 0) {
+		n = write(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* Read len bytes, waiting at most until deadline: 0, ETIMEDOUT or EPIPE. */
+static int
+read_all(int fd, void *buf, size_t len, int64_t deadline)
+{
+	char *p = buf;
+	struct pollfd pfd = { fd, POLLIN, 0 };
+	int64_t left;
+	ssize_t n;
+
+	while (len > 0) {
+		left = deadline - now_ns();
+		if (left <= 0)
+			return ETIMEDOUT;
+		n = poll(&pfd, 1, (int)(left / 1000000) + 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n == 0)
+			continue;
+		n = read(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return EPIPE;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static void
+child(int fd, const struct scenario *sc, const struct peer *p)
+{
+	struct child_msg m;
+	void *pool = NULL;
+	int rc;
+
+	memset(&m, 0, sizeof(m));
+	m.rc = sc->run(sc, p, &pool, &m.out, m.err, sizeof(m.err));
+	if (write_all(fd, &m, sizeof(m)) != 0 || m.rc != 0)
+		_exit(1);
+	/* The teardown: the peer's own wait-for-idle, then destroy. */
+	memset(&m, 0, sizeof(m));
+	if (p->wait_all != NULL) {
+		rc = p->wait_all(pool);
+		if (rc != 0) {
+			m.rc = rc;
+			errf(m.err, sizeof(m.err), "wait_all", rc);
+		}
+	}
+	if (m.rc == 0) {
+		rc = p->destroy(pool);
+		if (rc != 0) {
+			m.rc = rc;
+			errf(m.err, sizeof(m.err), "destroy", rc);
+		}
+	}
+	(void)write_all(fd, &m, sizeof(m));
+	_exit(0);
+}
+
+/* Describe how a child ended, when it did not end well. */
+static void
+child_status(pid_t pid, char *err, size_t len, const char *when)
+{
+	int st;
+
+	if (waitpid(pid, &st, WNOHANG) == 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &st, 0);
+		snprintf(err, len, "%s: no answer in time (killed)", when);
+	} else if (WIFSIGNALED(st)) {
+		snprintf(err, len, "%s: crashed (%s)", when,
+		    strsignal(WTERMSIG(st)));
+	} else {
+		snprintf(err, len, "%s: exited with status %d", when,
+		    WEXITSTATUS(st));
+	}
+}
+
+/* One measured run: 0 and *o, or an errno value and a message. */
+static int
+run_c(const struct scenario *sc, const struct peer *p, struct run_out *o,
+    char *err, size_t errlen)
+{
+	struct child_msg m;
+	int fds[2], rc, st;
+	int64_t deadline;
+	pid_t pid;
+
+	if (pipe(fds) != 0) {
+		errf(err, errlen, "pipe", errno);
+		return errno;
+	}
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		rc = errno;
+		close(fds[0]);
+		close(fds[1]);
+		errf(err, errlen, "fork", rc);
+		return rc;
+	}
+	if (pid == 0) {
+		close(fds[0]);
+		child(fds[1], sc, p);
+	}
+	close(fds[1]);
+	deadline = now_ns() + (int64_t)P.timeout_s * 1000000000;
+	rc = read_all(fds[0], &m, sizeof(m), deadline);
+	if (rc != 0) {
+		close(fds[0]);
+		child_status(pid, err, errlen, "run");
+		return rc;
+	}
+	if (m.rc != 0) {
+		close(fds[0]);
+		waitpid(pid, &st, 0);
+		snprintf(err, errlen, "%s", m.err);
+		return m.rc;
+	}
+	*o = m.out;
+	rc = read_all(fds[0], &m, sizeof(m), now_ns() + 30000000000LL);
+	close(fds[0]);
+	if (rc != 0) {
+		child_status(pid, err, errlen, "teardown");
+		return rc;
+	}
+	waitpid(pid, &st, 0);
+	if (m.rc != 0) {
+		snprintf(err, errlen, "teardown: %s", m.err);
+		return m.rc;
+	}
+	return 0;
+}
+
+/* ---- Java peers ----------------------------------------------------- */
+
+static char java_version[64];
+
+/*
+ * All runs of one (scenario, Java pool) in one JVM. TpeBench prints
+ * "version V", then one "run v0 v1 ..." line per run, "note TEXT" or
+ * "error TEXT". Returns how many runs it got (0 and err on failure).
+ */
+static int
+run_java(const struct scenario *sc, const struct peer_entry *pe,
+    struct run_out *o, int runs, char *err, size_t errlen)
+{
+	char a_runs[24], a_n[24], a_sub[24], a_gap[24], a_cap[24], a_w[24];
+	char buf[8192], *line, *next;
+	size_t used = 0;
+	int fds[2], got = 0, k;
+	int64_t deadline;
+	long count;
+	pid_t pid;
+	ssize_t n;
+
+	count = strcmp(sc->java, "latency") == 0 ? P.lat_samples : P.tiny_tasks;
+	snprintf(a_runs, sizeof(a_runs), "%d", runs);
+	snprintf(a_n, sizeof(a_n), "%ld", count);
+	snprintf(a_sub, sizeof(a_sub), "%ld", sc->arg > 0 ? sc->arg : 1);
+	snprintf(a_gap, sizeof(a_gap), "%ld", P.lat_gap_ns);
+	snprintf(a_cap, sizeof(a_cap), "%d", P.tiny_cap_s);
+	snprintf(a_w, sizeof(a_w), "%d", P.workers);
+	if (pipe(fds) != 0) {
+		errf(err, errlen, "pipe", errno);
+		return 0;
+	}
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		errf(err, errlen, "fork", errno);
+		close(fds[0]);
+		close(fds[1]);
+		return 0;
+	}
+	if (pid == 0) {
+		close(fds[0]);
+		dup2(fds[1], STDOUT_FILENO);
+		close(fds[1]);
+		execlp(P.java, P.java, "-cp", P.java_dir, "TpeBench", pe->java,
+		    sc->java, a_runs, a_n, a_sub, a_gap, a_cap, a_w,
+		    (char *)NULL);
+		printf("error cannot run %s: %s\n", P.java, strerror(errno));
+		fflush(stdout);
+		_exit(127);
+	}
+	close(fds[1]);
+	deadline = now_ns() + (int64_t)P.timeout_s * runs * 1000000000;
+	err[0] = '\0';
+	for (;;) {
+		struct pollfd pfd = { fds[0], POLLIN, 0 };
+		int64_t left = deadline - now_ns();
+
+		if (left <= 0) {
+			snprintf(err, errlen, "no answer in time (killed)");
+			kill(pid, SIGKILL);
+			break;
+		}
+		if (poll(&pfd, 1, (int)(left / 1000000) + 1) <= 0)
+			continue;
+		n = read(fds[0], buf + used, sizeof(buf) - 1 - used);
+		if (n <= 0)
+			break;
+		used += (size_t)n;
+		buf[used] = '\0';
+		/* Parse complete lines. */
+		line = buf;
+		while ((next = strchr(line, '\n')) != NULL) {
+			*next = '\0';
+			if (strncmp(line, "version ", 8) == 0) {
+				snprintf(java_version, sizeof(java_version),
+				    "%s", line + 8);
+			} else if (strncmp(line, "run ", 4) == 0 && got < runs) {
+				char *p = line + 4, *end;
+
+				memset(&o[got], 0, sizeof(o[got]));
+				for (k = 0; k < sc->nmetrics; k++) {
+					o[got].v[k] = strtod(p, &end);
+					p = end;
+				}
+				got++;
+			} else if (strncmp(line, "note ", 5) == 0 && got > 0) {
+				snprintf(o[got - 1].note,
+				    sizeof(o[got - 1].note), "%s", line + 5);
+			} else if (strncmp(line, "error ", 6) == 0) {
+				snprintf(err, errlen, "%s", line + 6);
+			}
+			line = next + 1;
+		}
+		used = strlen(line);
+		memmove(buf, line, used + 1);
+		if (used >= sizeof(buf) - 1)
+			used = 0; /* an overlong line: drop it */
+	}
+	close(fds[0]);
+	waitpid(pid, &k, 0);
+	if (got == 0 && err[0] == '\0')
+		snprintf(err, errlen, "the JVM exited without a result "
+		    "(status %d)", WIFEXITED(k) ? WEXITSTATUS(k) : -1);
+	return got;
+}
+
+/* ---- statistics and the table --------------------------------------- */
+
+struct summary {
+	bool ok;
+	int runs;
+	double med[MAX_METRICS], min[MAX_METRICS], max[MAX_METRICS];
+	char note[160];
+	char err[256];
+};
+
+static int
+cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static void
+summarize(const struct scenario *sc, const struct run_out *o, int n,
+    struct summary *s)
+{
+	double v[MAX_RUNS];
+	int k, i;
+
+	s->ok = n > 0;
+	s->runs = n;
+	for (k = 0; k < sc->nmetrics && n > 0; k++) {
+		for (i = 0; i < n; i++)
+			v[i] = o[i].v[k];
+		qsort(v, (size_t)n, sizeof(double), cmp_double);
+		s->med[k] = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+		s->min[k] = v[0];
+		s->max[k] = v[n - 1];
+	}
+	for (i = 0; i < n; i++)
+		if (o[i].note[0] != '\0') {
+			snprintf(s->note, sizeof(s->note), "%s", o[i].note);
+			break;
+		}
+}
+
+/* A number in a few significant digits. */
+static void
+fmtnum(char *buf, size_t len, double v)
+{
+	double a = v < 0 ? -v : v;
+
+	if (a >= 1000)
+		snprintf(buf, len, "%.0f", v);
+	else if (a >= 100)
+		snprintf(buf, len, "%.1f", v);
+	else if (a >= 10)
+		snprintf(buf, len, "%.2f", v);
+	else
+		snprintf(buf, len, "%.3f", v);
+}
+
+static void
+fmtcell(char *buf, size_t len, const struct summary *s, int k)
+{
+	char a[32], b[32], c[32];
+
+	fmtnum(a, sizeof(a), s->med[k]);
+	fmtnum(b, sizeof(b), s->min[k]);
+	fmtnum(c, sizeof(c), s->max[k]);
+	snprintf(buf, len, "%s (%s-%s)", a, b, c);
+}
+
+#define CELL_W 26
+
+static void
+print_header(const struct scenario *sc)
+{
+	char desc[512];
+	int k;
+
+	sc->describe(sc, desc, sizeof(desc));
+	out("\n== %s: %s\n", sc->name, desc);
+	out("   median of %d runs (min-max); x hand = %s / the hand-rolled "
+	    "pool's (%s is better)\n", P.runs, sc->m[sc->key].name,
+	    sc->m[sc->key].higher_better ? "higher" : "lower");
+	out("%-12s", "peer");
+	for (k = 0; k < sc->nmetrics; k++)
+		out(" %-*s", CELL_W, sc->m[k].name);
+	out(" %8s\n", "x hand");
+}
+
+static void
+print_row(const struct scenario *sc, const char *name,
+    const struct summary *s, const struct summary *hand)
+{
+	char cell[128];
+	int k;
+
+	out("%-12s", name);
+	if (!s->ok) {
+		out(" failed: %s\n", s->err);
+		return;
+	}
+	for (k = 0; k < sc->nmetrics; k++) {
+		fmtcell(cell, sizeof(cell), s, k);
+		out(" %-*s", CELL_W, cell);
+	}
+	if (hand != NULL && hand->ok && hand->med[sc->key] != 0)
+		out(" %8.2f", s->med[sc->key] / hand->med[sc->key]);
+	else
+		out(" %8s", "-");
+	if (s->note[0] != '\0')
+		out("  [%s]", s->note);
+	if (s->err[0] != '\0')
+		out("  [%d of %d runs failed: %s]", P.runs - s->runs, P.runs,
+		    s->err);
+	out("\n");
+}
+
+static void
+csv_rows(FILE *f, const struct scenario *sc, const char *peer,
+    const struct summary *s, const struct summary *hand)
+{
+	int k;
+
+	if (f == NULL || !s->ok)
+		return;
+	for (k = 0; k < sc->nmetrics; k++) {
+		fprintf(f, "%s,%s,%s,%s,%.6g,%.6g,%.6g,%d,", sc->name, peer,
+		    sc->m[k].name, sc->m[k].unit, s->med[k], s->min[k],
+		    s->max[k], s->runs);
+		if (hand != NULL && hand->ok && hand->med[k] != 0)
+			fprintf(f, "%.4g", s->med[k] / hand->med[k]);
+		fprintf(f, ",%s,\"%s\"\n",
+		    sc->m[k].higher_better ? "higher" : "lower", s->note);
+	}
+}
+
+/* ---- the machine and the build -------------------------------------- */
+
+static void
+print_machine(void)
+{
+	char line[512], model[256] = "unknown", clk[64] = "";
+	bool hyper = false;
+	struct utsname u;
+	FILE *f;
+
+	f = fopen("/proc/cpuinfo", "r");
+	if (f != NULL) {
+		while (fgets(line, sizeof(line), f) != NULL) {
+			char *c = strchr(line, ':');
+
+			if (strncmp(line, "model name", 10) == 0 && c != NULL &&
+			    strcmp(model, "unknown") == 0) {
+				snprintf(model, sizeof(model), "%s", c + 2);
+				model[strcspn(model, "\n")] = '\0';
+			}
+			if (strncmp(line, "flags", 5) == 0 &&
+			    strstr(line, " hypervisor") != NULL)
+				hyper = true;
+		}
+		fclose(f);
+	}
+	f = fopen("/sys/devices/system/clocksource/clocksource0/"
+	    "current_clocksource", "r");
+	if (f != NULL) {
+		if (fgets(clk, sizeof(clk), f) == NULL)
+			clk[0] = '\0';
+		clk[strcspn(clk, "\n")] = '\0';
+		fclose(f);
+	}
+	if (uname(&u) != 0)
+		snprintf(u.release, sizeof(u.release), "?");
+	out("tpe-bench: libtpe against the pools users would pick instead\n");
+	out("cpu:       %s, %ld online cores%s\n", model,
+	    sysconf(_SC_NPROCESSORS_ONLN), hyper ? " (virtual machine)" : "");
+	out("system:    %s %s %s, clock source %s\n", u.sysname, u.release,
+	    u.machine, clk[0] ? clk : "?");
+#ifdef __VERSION__
+	out("compiler:  %s (%s)\n",
+#ifdef TPE_BENCH_CC
+	    TPE_BENCH_CC,
+#else
+	    "cc",
+#endif
+	    __VERSION__);
+#endif
+#ifdef TPE_BENCH_CFLAGS
+	out("CFLAGS:    %s (libtpe and the benchmark)\n", TPE_BENCH_CFLAGS);
+#endif
+#ifndef TPE_BENCH_NO_LIBTPE
+	out("libtpe:    %s (header %d.%d.%d)\n", tpe_version(),
+	    TPE_VERSION_MAJOR, TPE_VERSION_MINOR, TPE_VERSION_PATCH);
+#endif
+#ifdef TPE_BENCH_PEER_VERSIONS
+	out("peers:     %s\n", TPE_BENCH_PEER_VERSIONS);
+#endif
+	f = fopen("/proc/loadavg", "r");
+	if (f != NULL) {
+		if (fgets(line, sizeof(line), f) != NULL) {
+			line[strcspn(line, "\n")] = '\0';
+			out("load:      %s (/proc/loadavg at the start; other "
+			    "work on the machine skews the figures)\n", line);
+		}
+		fclose(f);
+	}
+	out("runs:      %d per figure%s, each in a fresh process\n", P.runs,
+	    P.quick ? " (--quick: counts / 100)" : "");
+}
+
+/* ---- the targets of issue 4 ---------------------------------------- */
+
+static struct summary results[NSCENARIOS][NPEERS];
+
+static const struct summary *
+result(const char *scenario, const char *peer)
+{
+	size_t si, pi;
+
+	for (si = 0; si < NSCENARIOS; si++)
+		for (pi = 0; pi < NPEERS; pi++)
+			if (strcmp(scenarios[si].name, scenario) == 0 &&
+			    strcmp(peers[pi].name, peer) == 0)
+				return results[si][pi].ok ? &results[si][pi] :
+				    NULL;
+	return NULL;
+}
+
+/* libtpe's metric k of scenario sc against peer's: ratio, or -1. */
+static double
+ratio(const char *sc, const char *peer, int k)
+{
+	const struct summary *a = result(sc, "libtpe"), *b = result(sc, peer);
+
+	if (a == NULL || b == NULL || b->med[k] == 0)
+		return -1;
+	return a->med[k] / b->med[k];
+}
+
+static void
+target(const char *what, double v, bool met_if_ge, double bound,
+    const char *unit)
+{
+	if (v < 0)
+		out("  %-44s not measured\n", what);
+	else
+		out("  %-44s %.2f%s  %s\n", what, v, unit,
+		    (met_if_ge ? v >= bound : v <= bound) ? "met" : "NOT met");
+}
+
+static void
+print_targets(void)
+{
+	const struct summary *m = result("memory-task", "libtpe");
+
+	if (result("tiny-1", "libtpe") == NULL &&
+	    result("latency", "libtpe") == NULL && m == NULL)
+		return;
+	out("\ntargets (libtpe, this machine):\n");
+	target("tiny-1 tasks/s >= 2x hand-rolled", ratio("tiny-1",
+	    "hand-rolled", 1), true, 2, "x");
+	target("tiny-1 tasks/s >= 2x glib", ratio("tiny-1", "glib", 1),
+	    true, 2, "x");
+	target("tiny-2 tasks/s >= 2x hand-rolled", ratio("tiny-2",
+	    "hand-rolled", 1), true, 2, "x");
+	target("tiny-2 tasks/s >= 2x glib", ratio("tiny-2", "glib", 1),
+	    true, 2, "x");
+	target("latency p99 <= 2x hand-rolled", ratio("latency",
+	    "hand-rolled", 1), false, 2, "x");
+	target("memory <= 64 heap bytes per queued task",
+	    m != NULL ? m->med[0] : -1, false, 64, " B");
+}
+
+/* ---- main ----------------------------------------------------------- */
+
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+	    "usage: tpe-bench [options]\n"
+	    "  --list              list scenarios and peers, then exit\n"
+	    "  --scenario NAME     run only NAME (a scenario or a group: tiny,\n"
+	    "                      latency, memory); may repeat, or a,b,c\n"
+	    "  --peer NAME         run only NAME (may repeat, or a,b,c)\n"
+	    "  --runs N            runs per figure (default 5; --quick: 3)\n"
+	    "  --quick             counts / 100: a smoke run of a few seconds\n"
+	    "                      (also when TPE_BENCH_QUICK=1)\n"
+	    "  --tasks N           tasks per tiny run (default 10000000)\n"
+	    "  --cap S             a tiny run stops submitting after S s\n"
+	    "  --timeout S         kill a run that takes longer (default 120)\n"
+	    "  --csv FILE          write the figures as CSV\n"
+	    "  --table FILE        write the table to FILE as well\n"
+	    "  --java PATH         the java launcher (default: from configure)\n"
+	    "  --java-classdir D   where TpeBench.class is\n"
+	    "  --no-java           skip the Java peers\n");
+}
+
+static bool
+listed(const char *list, const char *name, const char *group)
+{
+	const char *p = list;
+	size_t n;
+
+	if (list == NULL)
+		return true;
+	while (*p != '\0') {
+		n = strcspn(p, ",");
+		if ((strlen(name) == n && strncmp(p, name, n) == 0) ||
+		    (group != NULL && strlen(group) == n &&
+		    strncmp(p, group, n) == 0))
+			return true;
+		p += n;
+		if (*p == ',')
+			p++;
+	}
+	return false;
+}
+
+static char *
+append_list(char *list, const char *item)
+{
+	size_t a = list ? strlen(list) : 0, b = strlen(item);
+	char *r = realloc(list, a + b + 2);
+
+	if (r == NULL) {
+		perror("tpe-bench");
+		exit(2);
+	}
+	if (a > 0)
+		r[a++] = ',';
+	memcpy(r + a, item, b + 1);
+	return r;
+}
+
+static long
+arg_long(const char *opt, const char *v, long min)
+{
+	char *end;
+	long n;
+
+	errno = 0;
+	n = strtol(v != NULL ? v : "", &end, 10);
+	if (v == NULL || *end != '\0' || errno != 0 || n < min) {
+		fprintf(stderr, "tpe-bench: %s needs a number >= %ld\n", opt,
+		    min);
+		exit(2);
+	}
+	return n;
+}
+
+static void
+java_setup(bool no_java)
+{
+	char path[4096];
+	size_t i;
+	const char *why = NULL;
+
+	if (no_java)
+		why = "--no-java";
+	else if (P.java == NULL)
+		why = "javac/java not found by configure";
+	else if (P.java_dir == NULL)
+		why = "no --java-classdir given";
+	else {
+		snprintf(path, sizeof(path), "%s/TpeBench.class", P.java_dir);
+		if (access(path, R_OK) != 0)
+			why = "TpeBench.class not built (make bench builds it)";
+	}
+	for (i = 0; i < NPEERS; i++)
+		if (peers[i].java != NULL && why != NULL)
+			peers[i].skip = why;
+}
+
+int
+main(int argc, char **argv)
+{
+	char *only_sc = NULL, *only_peer = NULL, *e;
+	const char *csv_path = NULL, *table_path = NULL;
+	struct run_out o[MAX_RUNS];
+	const struct summary *hand;
+	bool no_java = false, list = false, any;
+	FILE *csv = NULL;
+	size_t si, pi;
+	int i, r, got, runs_opt = 0;
+	long tasks_opt = 0, cap_opt = 0;
+
+	memset(&P, 0, sizeof(P));
+	P.timeout_s = 120;
+	e = getenv("TPE_BENCH_QUICK");
+	if (e != NULL && *e != '\0' && strcmp(e, "0") != 0)
+		P.quick = true;
+#ifdef TPE_BENCH_JAVA
+	P.java = TPE_BENCH_JAVA;
+#endif
+#ifdef TPE_BENCH_JAVA_CLASSDIR
+	P.java_dir = TPE_BENCH_JAVA_CLASSDIR;
+#endif
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (strcmp(a, "--list") == 0) {
+			list = true;
+		} else if (strcmp(a, "--quick") == 0) {
+			P.quick = true;
+		} else if (strcmp(a, "--no-java") == 0) {
+			no_java = true;
+		} else if (strcmp(a, "--scenario") == 0 && v != NULL) {
+			only_sc = append_list(only_sc, v);
+			i++;
+		} else if (strcmp(a, "--peer") == 0 && v != NULL) {
+			only_peer = append_list(only_peer, v);
+			i++;
+		} else if (strcmp(a, "--runs") == 0) {
+			runs_opt = (int)arg_long(a, v, 1);
+			if (runs_opt > MAX_RUNS)
+				runs_opt = MAX_RUNS;
+			i++;
+		} else if (strcmp(a, "--tasks") == 0) {
+			tasks_opt = arg_long(a, v, 1);
+			i++;
+		} else if (strcmp(a, "--cap") == 0) {
+			cap_opt = arg_long(a, v, 1);
+			i++;
+		} else if (strcmp(a, "--timeout") == 0) {
+			P.timeout_s = (int)arg_long(a, v, 1);
+			i++;
+		} else if (strcmp(a, "--csv") == 0 && v != NULL) {
+			csv_path = v;
+			i++;
+		} else if (strcmp(a, "--table") == 0 && v != NULL) {
+			table_path = v;
+			i++;
+		} else if (strcmp(a, "--java") == 0 && v != NULL) {
+			P.java = v;
+			i++;
+		} else if (strcmp(a, "--java-classdir") == 0 && v != NULL) {
+			P.java_dir = v;
+			i++;
+		} else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+			usage(stdout);
+			return 0;
+		} else {
+			fprintf(stderr, "tpe-bench: unknown option or missing "
+			    "value: %s\n", a);
+			usage(stderr);
+			return 2;
+		}
+	}
+	P.runs = runs_opt ? runs_opt : P.quick ? 3 : 5;
+	P.workers = 2;
+	P.tiny_tasks = P.quick ? 100000 : 10000000;
+	P.tiny_cap_s = P.quick ? 2 : 10;
+	P.lat_samples = P.quick ? 1000 : 10000;
+	P.lat_gap_ns = 50000;
+	P.mem_tasks = P.quick ? 10000 : 1000000;
+	P.mem_threads = 16;
+	if (tasks_opt)
+		P.tiny_tasks = tasks_opt;
+	if (cap_opt)
+		P.tiny_cap_s = (int)cap_opt;
+	java_setup(no_java);
+
+	if (list) {
+		char desc[512];
+
+		printf("scenarios (group: name):\n");
+		for (si = 0; si < NSCENARIOS; si++) {
+			scenarios[si].describe(&scenarios[si], desc,
+			    sizeof(desc));
+			printf("  %-8s %-14s %s\n", scenarios[si].group,
+			    scenarios[si].name, desc);
+		}
+		printf("peers:\n");
+		for (pi = 0; pi < NPEERS; pi++) {
+			const struct peer_entry *pe = &peers[pi];
+
+			printf("  %-12s %s%s%s%s\n", pe->name,
+			    pe->c ? pe->c->what : pe->what ? pe->what : "-",
+			    pe->skip ? " [skipped: " : "",
+			    pe->skip ? pe->skip : "", pe->skip ? "]" : "");
+		}
+		return 0;
+	}
+	for (si = 0, any = false; si < NSCENARIOS; si++)
+		any |= listed(only_sc, scenarios[si].name, scenarios[si].group);
+	if (!any) {
+		fprintf(stderr, "tpe-bench: no scenario named %s (see --list)\n",
+		    only_sc);
+		return 2;
+	}
+	if (table_path != NULL && (table_file = fopen(table_path, "w")) == NULL) {
+		perror(table_path);
+		return 2;
+	}
+	if (csv_path != NULL) {
+		csv = fopen(csv_path, "w");
+		if (csv == NULL) {
+			perror(csv_path);
+			return 2;
+		}
+		fprintf(csv, "scenario,peer,metric,unit,median,min,max,runs,"
+		    "ratio_to_hand,better,note\n");
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	print_machine();
+	for (pi = 0; pi < NPEERS; pi++)
+		if (peers[pi].skip != NULL && listed(only_peer, peers[pi].name,
+		    NULL))
+			out("skipped: %s (%s)\n", peers[pi].name, peers[pi].skip);
+
+	for (si = 0; si < NSCENARIOS; si++) {
+		const struct scenario *sc = &scenarios[si];
+
+		if (!listed(only_sc, sc->name, sc->group))
+			continue;
+		print_header(sc);
+		hand = NULL;
+		for (pi = 0; pi < NPEERS; pi++) {
+			const struct peer_entry *pe = &peers[pi];
+			struct summary *s = &results[si][pi];
+
+			memset(s, 0, sizeof(*s));
+			if (pe->skip != NULL || !listed(only_peer, pe->name, NULL))
+				continue;
+			if (pe->java != NULL && sc->java == NULL) {
+				out("%-12s n/a (not measured for the JVM)\n",
+				    pe->name);
+				continue;
+			}
+			got = 0;
+			if (pe->java != NULL) {
+				if (isatty(STDERR_FILENO))
+					fprintf(stderr, "  ... %s: %s, %d runs "
+					    "in one JVM\r", sc->name, pe->name,
+					    P.runs);
+				got = run_java(sc, pe, o, P.runs, s->err,
+				    sizeof(s->err));
+			} else {
+				for (r = 0; r < P.runs; r++) {
+					if (isatty(STDERR_FILENO))
+						fprintf(stderr, "  ... %s: %s, "
+						    "run %d of %d     \r",
+						    sc->name, pe->name, r + 1,
+						    P.runs);
+					if (run_c(sc, pe->c, &o[got], s->err,
+					    sizeof(s->err)) == 0)
+						got++;
+					else if (got == 0)
+						break; /* it fails from the start */
+				}
+			}
+			if (isatty(STDERR_FILENO))
+				fprintf(stderr, "%60s\r", "");
+			summarize(sc, o, got, s);
+			if (got == P.runs)
+				s->err[0] = '\0';
+			if (strcmp(pe->name, "hand-rolled") == 0 && s->ok)
+				hand = s;
+			print_row(sc, pe->name, s, hand);
+			csv_rows(csv, sc, pe->name, s, hand);
+		}
+	}
+	if (java_version[0] != '\0')
+		out("\njava:      %s\n", java_version);
+	print_targets();
+	if (csv != NULL)
+		fclose(csv);
+	if (table_file != NULL)
+		fclose(table_file);
+	free(only_sc);
+	free(only_peer);
+	return 0;
+}
