@@ -333,6 +333,28 @@ start_with_task_locked(tpe_t *pool, struct tpe__task *t)
 }
 
 /*
+ * Steps 1 and 3: a new worker for t while the pool is below `limit`.
+ * Returns true when that decided the call (*rc: 0 started, ECANCELED the
+ * pool was shut down while the lock was dropped to start it), false to go
+ * on to the next step. L held.
+ */
+static bool
+step_start_locked(tpe_t *pool, struct tpe__task *t, size_t limit, int *rc)
+{
+	if (pool->paused || pool->wc >= limit)
+		return false;
+	if (start_with_task_locked(pool, t) == 0) {
+		*rc = 0;
+		return true;
+	}
+	if (pool->state != TPE__RUNNING) {
+		*rc = ECANCELED;
+		return true;
+	}
+	return false;
+}
+
+/*
  * Java's execute(): 1. below core, a new worker for t; 2. the queue;
  * 3. below max, a new worker for t; 4. the rejection policy. Everything is
  * decided under pool->lock, so the shutdown re-check of Java's step 2 is
@@ -357,42 +379,26 @@ dispatch(tpe_t *pool, tpe_fn fn, void *arg, struct tpe_future *f)
 		tpe__mutex_unlock(&pool->lock);
 		return ENOMEM;
 	}
-	if (!pool->paused && pool->wc < pool->core) {
-		if (start_with_task_locked(pool, t) == 0) {
-			tpe__mutex_unlock(&pool->lock);
-			return 0;
-		}
-		/* Start failed: fall through with fresh state. */
-		if (pool->state != TPE__RUNNING) {
-			tpe__pool_recycle_locked(pool, t);
-			tpe__mutex_unlock(&pool->lock);
-			return ECANCELED;
-		}
-	}
+	if (step_start_locked(pool, t, pool->core, &rc))
+		goto decided;
 	if (q->ops->offer(q, t) == 0) {
 		rc = accepted_locked(pool, t, &signal);
-		if (rc != 0)
-			tpe__pool_recycle_locked(pool, t);
-		tpe__mutex_unlock(&pool->lock);
-		if (signal)
-			tpe__cond_signal(&pool->work_cond);
-		return rc;
+		goto decided;
 	}
-	if (!pool->paused && pool->wc < pool->max) {
-		if (start_with_task_locked(pool, t) == 0) {
-			tpe__mutex_unlock(&pool->lock);
-			return 0;
-		}
-		if (pool->state != TPE__RUNNING) {
-			tpe__pool_recycle_locked(pool, t);
-			tpe__mutex_unlock(&pool->lock);
-			return ECANCELED;
-		}
-	}
+	if (step_start_locked(pool, t, pool->max, &rc))
+		goto decided;
 	tpe__mutex_unlock(&pool->lock);
 	rc = pool->reject(pool, t, pool->reject_ctx);
 	if (rc != 0)
 		tpe__task_free(t);
+	return rc;
+
+decided:
+	if (rc != 0)
+		tpe__pool_recycle_locked(pool, t);
+	tpe__mutex_unlock(&pool->lock);
+	if (signal)
+		tpe__cond_signal(&pool->work_cond);
 	return rc;
 }
 
