@@ -36,9 +36,9 @@ cpu_relax(void)
 #endif
 }
 
-/* Spins (lock dropped) until an offer is seen, the spin budget or the
- * deadline runs out. */
-static void
+/* Spins (lock dropped) until an offer is seen (true), or the spin budget
+ * or the deadline runs out (false). */
+static bool
 spin_for_offer(struct tpe__queue *q, pthread_mutex_t *lock,
     int64_t deadline_ns)
 {
@@ -49,10 +49,14 @@ spin_for_offer(struct tpe__queue *q, pthread_mutex_t *lock,
 
 	if (deadline_ns >= 0 && deadline_ns < end)
 		end = deadline_ns;
+	bool offered = false;
+
 	tpe__mutex_unlock(lock);
 	for (i = 1;; i++) {
-		if (__atomic_load_n(&q->offers, __ATOMIC_ACQUIRE) != seen)
+		if (__atomic_load_n(&q->offers, __ATOMIC_ACQUIRE) != seen) {
+			offered = true;
 			break;
+		}
 		if (i % SPIN_CHECK == 0) {
 			if (tpe__now_ns() >= end)
 				break;
@@ -62,6 +66,7 @@ spin_for_offer(struct tpe__queue *q, pthread_mutex_t *lock,
 		}
 	}
 	tpe__mutex_lock(lock);
+	return offered;
 }
 
 struct tpe__task *
@@ -81,7 +86,8 @@ tpe__queue_take(struct tpe__queue *q, pthread_mutex_t *lock,
 	 */
 	q->takers++;
 	if (spin && can_spin()) {
-		spin_for_offer(q, lock, deadline_ns);
+		if (!spin_for_offer(q, lock, deadline_ns))
+			*rc = EAGAIN; /* nothing came: the next wait sleeps */
 		if (deadline_ns >= 0 && tpe__now_ns() >= deadline_ns)
 			*rc = ETIMEDOUT;
 	} else {

@@ -89,10 +89,12 @@ tpe__queue_needs_signal(const struct tpe__queue *q)
  * ETIMEDOUT when the deadline passed, else 0. Called with `lock` (the pool
  * lock) held.
  *
- * With `spin`, the wait first spins briefly with the lock dropped, watching
+ * With `spin`, the wait spins briefly with the lock dropped, watching
  * q->offers, and returns after the spin without sleeping (so the caller
- * re-checks the pool's state, which may have changed unseen); without it,
- * the wait sleeps on `cond`.
+ * re-checks the pool's state, which may have changed unseen); *rc is then
+ * 0 when an offer was seen (another taker may have won it: spinning again
+ * is worth it) or EAGAIN when none came. Without `spin`, the wait sleeps
+ * on `cond`.
  */
 struct tpe__task *tpe__queue_take(struct tpe__queue *q, pthread_mutex_t *lock,
     pthread_cond_t *cond, int64_t deadline_ns, bool spin, int *rc);

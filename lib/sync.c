@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* sync.c - pthread wrappers that abort on broken invariants, monotonic waits. */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,7 +25,17 @@ tpe__panic(const char *what, int err)
 void
 tpe__mutex_init(pthread_mutex_t *m)
 {
-	CHECKED(pthread_mutex_init(m, NULL), "pthread_mutex_init");
+	pthread_mutexattr_t ma;
+
+	CHECKED(pthread_mutexattr_init(&ma), "pthread_mutexattr_init");
+#if defined(__GLIBC__)
+	/* Critical sections are a few dozen instructions: spin a little on
+	 * contention before sleeping in the kernel. */
+	CHECKED(pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ADAPTIVE_NP),
+	    "pthread_mutexattr_settype");
+#endif
+	CHECKED(pthread_mutex_init(m, &ma), "pthread_mutex_init");
+	pthread_mutexattr_destroy(&ma);
 }
 
 void

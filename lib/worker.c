@@ -96,9 +96,11 @@ get_task_locked(tpe_t *pool)
 		/* Spin once per get_task, then sleep: see tpe__queue_take. */
 		t = tpe__queue_take(q, &pool->lock, &pool->work_cond,
 		    deadline, spin, &rc);
-		spin = false;
 		if (t != NULL)
 			return t;
+		/* Spin again while offers keep coming (another worker won the
+		 * last one); sleep once a spin saw nothing. */
+		spin = spin && rc == 0;
 		if (pool->config_gen != gen) {
 			/* Sizes, keep-alive or state changed: start over. */
 			gen = pool->config_gen;
