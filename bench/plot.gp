@@ -33,6 +33,7 @@ set grid ytics
 set xtics rotate by -30 noenhanced
 set key top right noenhanced
 set yrange [0:*]
+set offsets 0, 0, graph 0.15, 0   # room above the tallest bar for the key
 
 set multiplot layout 2,2 title "tpe-bench: libtpe and the pools users pick instead (median, whiskers min-max)"
 

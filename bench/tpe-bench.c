@@ -25,8 +25,10 @@
  *
  *   Figures. Each figure is the median of the runs, printed with the
  *   smallest and the largest, and as a ratio to the hand-rolled pool's
- *   median. Java peers run in one JVM per (scenario, pool), which does a
- *   warm-up and then the same runs (bench/java/TpeBench.java).
+ *   median. The runs are interleaved (run 1 of every peer, then run 2 ...),
+ *   so that load from elsewhere on the machine falls on all peers alike.
+ *   A Java run is a JVM of its own (bench/java/TpeBench.java), which first
+ *   does an unmeasured warm-up round for its JIT.
  */
 #ifdef HAVE_CONFIG_H
 #include <config.h>
@@ -70,14 +72,6 @@
 #define MAX_RUNS 99
 #define MAX_SLOTS 256
 #define CACHE_LINE 64
-
-#if defined(__x86_64__) || defined(__i386__)
-#define cpu_relax() __builtin_ia32_pause()
-#elif defined(__aarch64__)
-#define cpu_relax() __asm__ __volatile__("yield" ::: "memory")
-#else
-#define cpu_relax() ((void)0)
-#endif
 
 /* ---- parameters ----------------------------------------------------- */
 
@@ -926,7 +920,7 @@ run_c(const struct scenario *sc, const struct peer *p, struct run_out *o,
 static char java_version[64];
 
 /*
- * All runs of one (scenario, Java pool) in one JVM. TpeBench prints
+ * runs runs of one (scenario, Java pool) in one JVM. TpeBench prints
  * "version V", then one "run v0 v1 ..." line per run, "note TEXT" or
  * "error TEXT". Returns how many runs it got (0 and err on failure).
  */
@@ -1302,6 +1296,18 @@ print_targets(void)
 
 /* ---- main ----------------------------------------------------------- */
 
+/* Does peer pe take part in scenario sc? */
+static bool listed(const char *list, const char *name, const char *group);
+
+static bool
+runnable(const struct scenario *sc, const struct peer_entry *pe,
+    const char *only_peer)
+{
+	return pe->skip == NULL && listed(only_peer, pe->name, NULL) &&
+	    (pe->java == NULL || sc->java != NULL);
+}
+
+
 static void
 usage(FILE *f)
 {
@@ -1405,12 +1411,13 @@ main(int argc, char **argv)
 {
 	char *only_sc = NULL, *only_peer = NULL, *e;
 	const char *csv_path = NULL, *table_path = NULL;
-	struct run_out o[MAX_RUNS];
+	static struct run_out outs[NPEERS][MAX_RUNS];
+	int got_runs[NPEERS];
 	const struct summary *hand;
 	bool no_java = false, list = false, any;
 	FILE *csv = NULL;
 	size_t si, pi;
-	int i, r, got, runs_opt = 0;
+	int i, r, runs_opt = 0;
 	long tasks_opt = 0, cap_opt = 0;
 
 	memset(&P, 0, sizeof(P));
@@ -1543,45 +1550,53 @@ main(int argc, char **argv)
 		if (!listed(only_sc, sc->name, sc->group))
 			continue;
 		print_header(sc);
+		/* Run r of every peer, then run r + 1 of every peer: a spell
+		 * of load from elsewhere falls on all of them alike. A peer
+		 * whose first run fails is not tried again. */
+		for (pi = 0; pi < NPEERS; pi++) {
+			memset(&results[si][pi], 0, sizeof(results[si][pi]));
+			got_runs[pi] = 0;
+		}
+		for (r = 0; r < P.runs; r++) {
+			for (pi = 0; pi < NPEERS; pi++) {
+				const struct peer_entry *pe = &peers[pi];
+				struct summary *s = &results[si][pi];
+				struct run_out *ro = &outs[pi][got_runs[pi]];
+				bool ok;
+
+				if (!runnable(sc, pe, only_peer) ||
+				    (r > 0 && got_runs[pi] == 0))
+					continue;
+				if (isatty(STDERR_FILENO))
+					fprintf(stderr, "  ... %s: run %d of %d: "
+					    "%-12s\r", sc->name, r + 1, P.runs,
+					    pe->name);
+				if (pe->java != NULL)
+					ok = run_java(sc, pe, ro, 1, s->err,
+					    sizeof(s->err)) == 1;
+				else
+					ok = run_c(sc, pe->c, ro, s->err,
+					    sizeof(s->err)) == 0;
+				if (ok)
+					got_runs[pi]++;
+			}
+		}
+		if (isatty(STDERR_FILENO))
+			fprintf(stderr, "%60s\r", "");
 		hand = NULL;
 		for (pi = 0; pi < NPEERS; pi++) {
 			const struct peer_entry *pe = &peers[pi];
 			struct summary *s = &results[si][pi];
 
-			memset(s, 0, sizeof(*s));
 			if (pe->skip != NULL || !listed(only_peer, pe->name, NULL))
 				continue;
-			if (pe->java != NULL && sc->java == NULL) {
+			if (!runnable(sc, pe, only_peer)) {
 				out("%-12s n/a (not measured for the JVM)\n",
 				    pe->name);
 				continue;
 			}
-			got = 0;
-			if (pe->java != NULL) {
-				if (isatty(STDERR_FILENO))
-					fprintf(stderr, "  ... %s: %s, %d runs "
-					    "in one JVM\r", sc->name, pe->name,
-					    P.runs);
-				got = run_java(sc, pe, o, P.runs, s->err,
-				    sizeof(s->err));
-			} else {
-				for (r = 0; r < P.runs; r++) {
-					if (isatty(STDERR_FILENO))
-						fprintf(stderr, "  ... %s: %s, "
-						    "run %d of %d     \r",
-						    sc->name, pe->name, r + 1,
-						    P.runs);
-					if (run_c(sc, pe->c, &o[got], s->err,
-					    sizeof(s->err)) == 0)
-						got++;
-					else if (got == 0)
-						break; /* it fails from the start */
-				}
-			}
-			if (isatty(STDERR_FILENO))
-				fprintf(stderr, "%60s\r", "");
-			summarize(sc, o, got, s);
-			if (got == P.runs)
+			summarize(sc, outs[pi], got_runs[pi], s);
+			if (got_runs[pi] == P.runs)
 				s->err[0] = '\0';
 			if (strcmp(pe->name, "hand-rolled") == 0 && s->ok)
 				hand = s;

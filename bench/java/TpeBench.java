@@ -3,7 +3,8 @@
 // ThreadPoolExecutor and ForkJoinPool on the tiny and latency scenarios.
 //
 // Design notes
-//   tpe-bench runs one JVM per (scenario, pool):
+//   tpe-bench runs one JVM per measured run (RUNS = 1), interleaved with the
+//   runs of the C peers:
 //     java -cp DIR TpeBench POOL SCENARIO RUNS COUNT SUBMITTERS GAP_NS CAP_S WORKERS
 //   POOL is "tpe" (ThreadPoolExecutor(w, w, LinkedBlockingQueue), core
 //   threads prestarted: the pool libtpe clones) or "fjp" (ForkJoinPool(w),
