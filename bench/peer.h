@@ -42,11 +42,18 @@ struct peer {
 
 	/* Stop the workers and free the pool; every task has run. */
 	int (*destroy)(void *pool);
+
+	/* Optional: a pool of core..max threads with a bounded queue of
+	 * `capacity`, for scenarios about sizing policy (burst). Peers without
+	 * these knobs leave it NULL and do not take part. A peer whose create
+	 * is NULL takes part only in such scenarios. */
+	int (*create_sized)(void **pool, int core, int max, int capacity);
 };
 
 /* Peers written in C, compiled in when configure found them. */
 extern const struct peer tpe_bench_peer_handrolled;
 extern const struct peer tpe_bench_peer_libtpe;
+extern const struct peer tpe_bench_peer_libtpe_scale;
 extern const struct peer tpe_bench_peer_glib;
 extern const struct peer tpe_bench_peer_thpool;
 extern const struct peer tpe_bench_peer_uv;

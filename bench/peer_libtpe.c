@@ -8,6 +8,10 @@
  *   (queue-first, TPE_QUEUE_UNBOUNDED, abort policy), the pool a user gets
  *   when sizing it. The core threads are prestarted, as the other fixed
  *   pools start theirs at create. tpe_wait_idle is the peer's wait-for-idle.
+ *
+ *   For the sizing scenarios (burst) the same peer builds a core..max pool
+ *   with a bounded queue, queue-first; "libtpe-scale" is that pool with
+ *   TPE_POLICY_SCALE_FIRST and takes part only in those scenarios.
  */
 #include <errno.h>
 
@@ -41,6 +45,48 @@ tp_create(void **out, int nthreads)
 }
 
 static int
+sized(void **out, int core, int max, int capacity, enum tpe_policy policy)
+{
+	tpe_attr_t *attr;
+	tpe_t *pool;
+	int rc;
+
+	rc = tpe_attr_create(&attr);
+	if (rc != 0)
+		return rc;
+	rc = tpe_attr_set_pool_size(attr, (size_t)core, (size_t)max);
+	if (rc == 0)
+		rc = tpe_attr_set_queue(attr, TPE_QUEUE_BOUNDED,
+		    (size_t)capacity);
+	if (rc == 0)
+		rc = tpe_attr_set_policy(attr, policy);
+	if (rc == 0)
+		rc = tpe_create(&pool, attr);
+	tpe_attr_destroy(attr);
+	if (rc != 0)
+		return rc;
+	rc = tpe_prestart_core_threads(pool, NULL);
+	if (rc != 0) {
+		tpe_destroy(pool);
+		return rc;
+	}
+	*out = pool;
+	return 0;
+}
+
+static int
+tp_create_queue_first(void **out, int core, int max, int capacity)
+{
+	return sized(out, core, max, capacity, TPE_POLICY_QUEUE_FIRST);
+}
+
+static int
+tp_create_scale_first(void **out, int core, int max, int capacity)
+{
+	return sized(out, core, max, capacity, TPE_POLICY_SCALE_FIRST);
+}
+
+static int
 tp_submit(void *p, peer_fn fn, void *arg)
 {
 	return tpe_execute(p, fn, arg);
@@ -67,4 +113,16 @@ const struct peer tpe_bench_peer_libtpe = {
 	.submitter_done = NULL,
 	.wait_all = tp_wait_all,
 	.destroy = tp_destroy,
+	.create_sized = tp_create_queue_first,
+};
+
+const struct peer tpe_bench_peer_libtpe_scale = {
+	.name = "libtpe-scale",
+	.what = "tpe_execute, scale-first pool (sizing scenarios only)",
+	.create = NULL,
+	.submit = tp_submit,
+	.submitter_done = NULL,
+	.wait_all = tp_wait_all,
+	.destroy = tp_destroy,
+	.create_sized = tp_create_scale_first,
 };

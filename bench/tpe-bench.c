@@ -84,6 +84,9 @@ struct params {
 	long lat_gap_ns;       /* idle time requested between two samples */
 	long mem_tasks;        /* tasks queued by memory-task */
 	int mem_threads;       /* threads of memory-thread */
+	int burst_core, burst_max, burst_cap; /* the burst pool */
+	int burst_tasks;       /* tasks in one burst */
+	long burst_task_ns;    /* how long each burst task blocks */
 	int workers;           /* workers of every other scenario */
 	int timeout_s;         /* a child that takes longer is killed */
 	const char *java;      /* the java launcher, or NULL */
@@ -327,6 +330,7 @@ struct scenario {
 	int key;             /* the metric of the table's ratio column */
 	const char *java;    /* scenario name for TpeBench.java, or NULL */
 	void (*describe)(const struct scenario *sc, char *buf, size_t len);
+	bool sized;          /* uses peer->create_sized (sizing policies) */
 };
 
 static int
@@ -693,23 +697,92 @@ describe_mem_thread(const struct scenario *sc, char *buf, size_t len)
 	    P.mem_threads, P.mem_threads);
 }
 
+/* -- burst: blocking tasks arriving at once at a core..max pool -- */
+
+static void
+burst_task(void *arg)
+{
+	sleep_ns(P.burst_task_ns);
+	count_task(arg);
+}
+
+static double
+burst_ideal_ms(void)
+{
+	int waves = (P.burst_tasks + P.burst_max - 1) / P.burst_max;
+
+	return waves * P.burst_task_ns / 1e6;
+}
+
+static int
+sc_burst(const struct scenario *sc, const struct peer *p, void **poolp,
+    struct run_out *o, char *err, size_t errlen)
+{
+	unsigned long base;
+	int64_t t0, t1;
+	int k, rc;
+
+	(void)sc;
+	rc = p->create_sized(poolp, P.burst_core, P.burst_max, P.burst_cap);
+	if (rc != 0) {
+		errf(err, errlen, "create", rc);
+		return rc;
+	}
+	base = sum_counts();
+	t0 = now_ns();
+	for (k = 0; k < P.burst_tasks; k++) {
+		rc = p->submit(*poolp, burst_task, task_ctx);
+		if (rc != 0) {
+			errf(err, errlen, "submit", rc);
+			return rc;
+		}
+	}
+	if (p->submitter_done != NULL)
+		p->submitter_done(*poolp);
+	rc = wait_counts(base + (unsigned long)P.burst_tasks, 60000000000LL);
+	t1 = now_ns();
+	if (rc != 0) {
+		snprintf(err, errlen, "the burst did not finish in 60 s");
+		return rc;
+	}
+	o->v[0] = (t1 - t0) / 1e6;
+	o->v[1] = o->v[0] / burst_ideal_ms();
+	return 0;
+}
+
+static void
+describe_burst(const struct scenario *sc, char *buf, size_t len)
+{
+	(void)sc;
+	snprintf(buf, len, "makespan of a burst of %d tasks that each block "
+	    "%.0f ms, submitted at once to a pool of core %d, max %d, bounded "
+	    "queue %d; ideal ceil(%d/%d) x %.0f ms = %.0f ms (queue-first vs "
+	    "scale-first; only pools with these knobs take part)",
+	    P.burst_tasks, P.burst_task_ns / 1e6, P.burst_core, P.burst_max,
+	    P.burst_cap, P.burst_tasks, P.burst_max, P.burst_task_ns / 1e6,
+	    burst_ideal_ms());
+}
+
 static const struct scenario scenarios[] = {
 	{ "tiny-1", "tiny", sc_tiny, 1, 2,
 	    { { "ns/task", "ns", false }, { "Mtasks/s", "Mtasks/s", true } },
-	    1, "tiny", describe_tiny },
+	    1, "tiny", describe_tiny, false },
 	{ "tiny-2", "tiny", sc_tiny, 2, 2,
 	    { { "ns/task", "ns", false }, { "Mtasks/s", "Mtasks/s", true } },
-	    1, "tiny", describe_tiny },
+	    1, "tiny", describe_tiny, false },
 	{ "latency", "latency", sc_latency, 0, 3,
 	    { { "p50 us", "us", false }, { "p99 us", "us", false },
 	      { "p999 us", "us", false } },
-	    1, "latency", describe_latency },
+	    1, "latency", describe_latency, false },
 	{ "memory-task", "memory", sc_mem_task, 0, 2,
 	    { { "heap B/task", "B", false }, { "RSS B/task", "B", false } },
-	    0, NULL, describe_mem_task },
+	    0, NULL, describe_mem_task, false },
 	{ "memory-thread", "memory", sc_mem_thread, 0, 2,
 	    { { "heap B/thread", "B", false }, { "RSS B/thread", "B", false } },
-	    0, NULL, describe_mem_thread },
+	    0, NULL, describe_mem_thread, false },
+	{ "burst", "burst", sc_burst, 0, 2,
+	    { { "makespan ms", "ms", false }, { "x ideal", "x", false } },
+	    0, NULL, describe_burst, true },
 };
 #define NSCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))
 
@@ -727,6 +800,7 @@ static struct peer_entry peers[] = {
 	{ "hand-rolled", &tpe_bench_peer_handrolled, NULL, NULL, NULL },
 #ifndef TPE_BENCH_NO_LIBTPE
 	{ "libtpe", &tpe_bench_peer_libtpe, NULL, NULL, NULL },
+	{ "libtpe-scale", &tpe_bench_peer_libtpe_scale, NULL, NULL, NULL },
 #else
 	{ "libtpe", NULL, NULL, NULL, "built with TPE_BENCH_NO_LIBTPE" },
 #endif
@@ -1271,13 +1345,30 @@ target(const char *what, double v, bool met_if_ge, double bound,
 		    (met_if_ge ? v >= bound : v <= bound) ? "met" : "NOT met");
 }
 
+/* Issue 3's targets: scale-first near the ideal, far ahead of queue-first. */
+static void
+burst_targets(void)
+{
+	const struct summary *qf = result("burst", "libtpe");
+	const struct summary *sf = result("burst", "libtpe-scale");
+
+	if (qf == NULL && sf == NULL)
+		return;
+	target("burst: scale-first makespan <= 1.5x ideal",
+	    sf != NULL ? sf->med[1] : -1, false, 1.5, "x");
+	target("burst: queue-first / scale-first >= 10x",
+	    qf != NULL && sf != NULL && sf->med[0] > 0 ?
+	    qf->med[0] / sf->med[0] : -1, true, 10, "x");
+}
+
 static void
 print_targets(void)
 {
 	const struct summary *m = result("memory-task", "libtpe");
 
 	if (result("tiny-1", "libtpe") == NULL &&
-	    result("latency", "libtpe") == NULL && m == NULL)
+	    result("latency", "libtpe") == NULL && m == NULL &&
+	    result("burst", "libtpe-scale") == NULL)
 		return;
 	out("\ntargets (libtpe, this machine):\n");
 	target("tiny-1 tasks/s >= 2x hand-rolled", ratio("tiny-1",
@@ -1292,6 +1383,7 @@ print_targets(void)
 	    "hand-rolled", 1), false, 2, "x");
 	target("memory <= 64 heap bytes per queued task",
 	    m != NULL ? m->med[0] : -1, false, 64, " B");
+	burst_targets();
 }
 
 /* ---- main ----------------------------------------------------------- */
@@ -1303,8 +1395,11 @@ static bool
 runnable(const struct scenario *sc, const struct peer_entry *pe,
     const char *only_peer)
 {
-	return pe->skip == NULL && listed(only_peer, pe->name, NULL) &&
-	    (pe->java == NULL || sc->java != NULL);
+	if (pe->skip != NULL || !listed(only_peer, pe->name, NULL))
+		return false;
+	if (pe->java != NULL)
+		return sc->java != NULL;
+	return sc->sized ? pe->c->create_sized != NULL : pe->c->create != NULL;
 }
 
 
@@ -1487,6 +1582,11 @@ main(int argc, char **argv)
 	P.tiny_tasks = P.quick ? 100000 : 10000000;
 	P.tiny_cap_s = P.quick ? 2 : 10;
 	P.lat_samples = P.quick ? 1000 : 10000;
+	P.burst_core = 4;
+	P.burst_max = 256;
+	P.burst_cap = 1024;
+	P.burst_tasks = 256;
+	P.burst_task_ns = P.quick ? 2000000 : 20000000;
 	P.lat_gap_ns = 50000;
 	P.mem_tasks = P.quick ? 10000 : 1000000;
 	P.mem_threads = 16;
@@ -1591,8 +1691,9 @@ main(int argc, char **argv)
 			if (pe->skip != NULL || !listed(only_peer, pe->name, NULL))
 				continue;
 			if (!runnable(sc, pe, only_peer)) {
-				out("%-12s n/a (not measured for the JVM)\n",
-				    pe->name);
+				out("%-12s n/a (%s)\n", pe->name,
+				    pe->java != NULL ? "not measured for the JVM" :
+				    "no such pool configuration");
 				continue;
 			}
 			summarize(sc, outs[pi], got_runs[pi], s);
