@@ -31,6 +31,25 @@
 #define CHILD_THREADS 1
 #endif
 
+/*
+ * AddressSanitizer's allocator (gcc 12) takes no lock around fork(): when
+ * another thread is inside malloc or free at the fork, the child inherits
+ * that size class's lock held forever, and the first thread the child
+ * starts deadlocks in the sanitizer's own thread set-up. Plain glibc malloc
+ * is fork-safe. Under ASan, a child forked while another thread allocates
+ * skips the check that a new pool works.
+ */
+#if defined(__SANITIZE_ADDRESS__)
+#define CHILD_THREADS_WHILE_ALLOCATING 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CHILD_THREADS_WHILE_ALLOCATING 0
+#endif
+#endif
+#ifndef CHILD_THREADS_WHILE_ALLOCATING
+#define CHILD_THREADS_WHILE_ALLOCATING CHILD_THREADS
+#endif
+
 static int discarded;      /* atomic: discard callback calls */
 static int drained;        /* atomic: drained callback calls */
 static int hook_calls;     /* atomic: terminated hook calls */
@@ -440,6 +459,8 @@ test_fork_while_submitting(void **state)
 				_exit(11);
 			if (tpe_destroy(h.pool) != 0)
 				_exit(12);
+			if (!CHILD_THREADS_WHILE_ALLOCATING)
+				_exit(0);
 			_exit(child_new_pool_works(20));
 		}
 		crc = child_status(pid);
