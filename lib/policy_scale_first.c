@@ -82,7 +82,7 @@ scaling_poll(struct tpe__queue *q)
 }
 
 static size_t
-scaling_size(const struct tpe__queue *q)
+scaling_size(struct tpe__queue *q)
 {
 	struct tpe__queue *in = inner_of(q);
 

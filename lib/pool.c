@@ -235,18 +235,34 @@ tpe_create(tpe_t **poolp, const tpe_attr_t *attr)
 /* ---- execute ---------------------------------------------------------- */
 
 /*
- * After an offer succeeded: count it, and make sure some worker will take
- * it. Returns with pool->lock held; 0, or the start error when no worker is
+ * Takes t back out of the queue, uncounted, if it is still there: true
+ * when it was (the caller keeps it), false when a worker took it or
+ * tpe_shutdown_now handed it back. L held.
+ */
+static bool
+take_back_locked(tpe_t *pool, struct tpe__task *t)
+{
+	struct tpe__task_list out;
+
+	tpe__task_list_init(&out);
+	if (pool->queue->ops->remove_if(pool->queue, tpe__task_is, t, 1,
+	    &out) == 0)
+		return false;
+	tpe__pool_count_submitted(pool, -1);
+	notify_idle_locked(pool);
+	return true;
+}
+
+/*
+ * t is in the queue and counted: make sure some worker will take it.
+ * Returns with pool->lock held; 0, or the start error when no worker is
  * alive and t could be taken back out of the queue (then the caller keeps t).
  */
 static int
-accepted_locked(tpe_t *pool, struct tpe__task *t, bool *signal)
+ensure_taker_locked(tpe_t *pool, struct tpe__task *t, bool *signal)
 {
-	struct tpe__task_list out;
 	int rc;
 
-	pool->submitted++;
-	tpe__queue_offered(pool->queue);
 	*signal = tpe__queue_needs_signal(pool->queue);
 	if (pool->wc > 0 || pool->paused)
 		return 0;
@@ -255,13 +271,16 @@ accepted_locked(tpe_t *pool, struct tpe__task *t, bool *signal)
 	if (rc == 0 || pool->wc > 0)
 		return 0;
 	/* Samba's rule: nobody can run it, so do not keep it. */
-	tpe__task_list_init(&out);
-	if (pool->queue->ops->remove_if(pool->queue,
-	    tpe__task_is, t, 1, &out) == 0)
-		return 0; /* already taken (or handed back by shutdown_now) */
-	pool->submitted--;
-	notify_idle_locked(pool);
-	return rc;
+	return take_back_locked(pool, t) ? rc : 0;
+}
+
+/* After an offer under the lock succeeded: count it, then as above. */
+static int
+accepted_locked(tpe_t *pool, struct tpe__task *t, bool *signal)
+{
+	tpe__pool_count_submitted(pool, 1);
+	tpe__queue_offered(pool->queue);
+	return ensure_taker_locked(pool, t, signal);
 }
 
 int
@@ -325,10 +344,10 @@ start_with_task_locked(tpe_t *pool, struct tpe__task *t)
 {
 	int rc;
 
-	pool->submitted++;
+	tpe__pool_count_submitted(pool, 1);
 	rc = tpe__worker_start_locked(pool, t);
 	if (rc != 0)
-		pool->submitted--;
+		tpe__pool_count_submitted(pool, -1);
 	return rc;
 }
 
@@ -355,6 +374,81 @@ step_start_locked(tpe_t *pool, struct tpe__task *t, size_t limit, int *rc)
 }
 
 /*
+ * The lock-free offer found the pool shut down, without workers, or with
+ * a worker asleep (pool.h): settle t under the lock. 0: the pool took t;
+ * ECANCELED: t was taken back (Java's "!isRunning && remove"), the caller
+ * keeps it; or ensure_taker_locked's error.
+ */
+static int
+settle_lockfree(tpe_t *pool, struct tpe__task *t)
+{
+	bool signal = false;
+	int rc = 0;
+
+	tpe__mutex_lock(&pool->lock);
+	if (pool->state != TPE__RUNNING) {
+		if (take_back_locked(pool, t)) {
+			free(t);
+			rc = ECANCELED;
+		}
+		/* Its removal may be what termination waited for. */
+		unlock_and_terminate(pool);
+		return rc;
+	}
+	rc = ensure_taker_locked(pool, t, &signal);
+	if (rc != 0)
+		free(t);
+	tpe__mutex_unlock(&pool->lock);
+	if (signal)
+		tpe__cond_signal(&pool->work_cond);
+	return rc;
+}
+
+/*
+ * Step 2 without the lock, for a queue that takes lock-free offers, once
+ * step 1 cannot apply (at least core workers) and some worker is alive
+ * (pool.h). Returns false to take the locked path instead.
+ */
+static bool
+dispatch_lockfree(tpe_t *pool, tpe_fn fn, void *arg, struct tpe_future *f,
+    int *rc)
+{
+	struct tpe__queue *q = pool->queue;
+	struct tpe__task *t;
+	bool first;
+	size_t wc;
+
+	if (q->ops->offer_lockfree == NULL)
+		return false;
+	wc = __atomic_load_n(&pool->wc, __ATOMIC_RELAXED);
+	if (wc == 0 || wc < __atomic_load_n(&pool->core, __ATOMIC_RELAXED) ||
+	    load_state(pool) != TPE__RUNNING)
+		return false;
+	t = malloc(sizeof(*t));
+	if (t == NULL) {
+		*rc = ENOMEM;
+		return true;
+	}
+	t->fn = fn;
+	t->arg = arg;
+	t->future = f;
+	/* Counted before any worker can finish it (tpe_get_stats). */
+	tpe__pool_count_submitted(pool, 1);
+	first = q->ops->offer_lockfree(q, t);
+	/* Java's re-check after the offer. These seq_cst loads follow the
+	 * push's seq_cst CAS: they pair with the stores of state
+	 * (set_state_locked, under the lock, then the workers' look at the
+	 * queue), of wc (may_leave_locked) and of q->sleepers (queue.c). */
+	if (__atomic_load_n(&pool->state, __ATOMIC_SEQ_CST) == TPE__RUNNING &&
+	    __atomic_load_n(&pool->wc, __ATOMIC_SEQ_CST) > 0 &&
+	    !(first && tpe__queue_sleeper_needed(q)))
+		*rc = 0;
+	else
+		*rc = settle_lockfree(pool, t);
+	return true;
+}
+
+/*
  * Java's execute(): 1. below core, a new worker for t; 2. the queue;
  * 3. below max, a new worker for t; 4. the rejection policy. Everything is
  * decided under pool->lock, so the shutdown re-check of Java's step 2 is
@@ -369,6 +463,8 @@ dispatch(tpe_t *pool, tpe_fn fn, void *arg, struct tpe_future *f)
 	bool signal = false;
 	int rc;
 
+	if (dispatch_lockfree(pool, fn, arg, f, &rc))
+		return rc;
 	tpe__mutex_lock(&pool->lock);
 	if (pool->state != TPE__RUNNING) {
 		tpe__mutex_unlock(&pool->lock);
@@ -688,7 +784,7 @@ tpe_set_pool_size(tpe_t *pool, size_t core, size_t max)
 	if (pool == NULL || max == 0 || core > max)
 		return EINVAL;
 	tpe__mutex_lock(&pool->lock);
-	pool->core = core;
+	__atomic_store_n(&pool->core, core, __ATOMIC_RELAXED);
 	pool->max = max;
 	wake_workers_locked(pool);
 	/* Java's setCorePoolSize: workers for the tasks already queued. */
@@ -857,7 +953,7 @@ tpe_get_stats(const tpe_t *cpool, struct tpe_stats *s)
 	s->largest_pool_size = pool->largest;
 	s->queued = pool->queue->ops->size(pool->queue);
 	s->reserved = 0;
-	s->submitted = pool->submitted;
+	s->submitted = __atomic_load_n(&pool->submitted, __ATOMIC_RELAXED);
 	s->completed = pool->completed;
 	s->rejected = pool->rejected;
 	tpe__mutex_unlock(&pool->lock);
@@ -882,7 +978,8 @@ tpe__pool_atfork_child(tpe_t *pool)
 		free(t);
 	}
 	tpe__worker_forget_all_locked(pool);
-	pool->wc = pool->nthreads = pool->active = 0;
+	tpe__pool_set_wc_locked(pool, 0);
+	pool->nthreads = pool->active = 0;
 	pool->queue->takers = 0;
 	pool->idle_waiters = pool->handing_back = 0;
 	pool->paused = false;

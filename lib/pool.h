@@ -10,6 +10,20 @@
  * callbacks) nor while a thread is created or joined, so user code may call
  * back into the pool.
  *
+ * The one path that does not take pool->lock is step 2 of tpe_execute for
+ * a queue with lock-free offers (the unbounded queue under queue-first),
+ * as Java's execute offers to LinkedBlockingQueue without its main lock:
+ * when the pool is RUNNING and has at least core (and at least one)
+ * workers, the submitter counts the task in `submitted`, pushes it
+ * (queue.h, offer_lockfree) and then re-reads state, wc and q->sleepers
+ * (seq_cst). Only when one of them says "shut down", "no worker" or "a
+ * worker sleeps" does it take the lock to settle the task (pool.c,
+ * settle_lockfree_locked): take it back and refuse it (ECANCELED), start a
+ * worker, or wake one. The workers' side of those races is the Dekker
+ * pairs in queue.h: a worker decrements wc before its last look at the
+ * queue (worker.c, may_leave_locked), and bumps q->sleepers before its
+ * last look before sleeping.
+ *
  * Lifecycle (state, monotonic): RUNNING -> SHUTDOWN -> TIDYING -> TERMINATED,
  * RUNNING|SHUTDOWN -> STOP -> TIDYING. TIDYING is entered by exactly one
  * thread (tpe__pool_try_terminate_locked returned true), which runs the
@@ -35,7 +49,8 @@
  *   - when the queue is non-empty and state is RUNNING or SHUTDOWN and the
  *     pool is not paused, wc > 0 or the submitting thread is about to start
  *     a worker (tpe__pool_ensure_worker_locked) or hand the tasks back;
- *   - a worker exits only after seeing the queue empty (or state >= STOP).
+ *   - a worker exits only after seeing the queue empty (or state >= STOP);
+ *     the last one (wc == 0 after its decrement) looks again afterwards.
  *
  * Lock order: registry lock -> pool->lock -> future->lock.
  */
@@ -75,7 +90,7 @@ struct tpe {
 	pthread_cond_t term_cond;  /* tpe_await_termination waiters */
 
 	struct tpe_attr attr;      /* I: copy; live sizing fields below instead */
-	size_t core;               /* L */
+	size_t core;               /* L, A: read by the lock-free offer */
 	size_t max;                /* L */
 	int64_t keep_alive_ns;     /* L */
 	bool allow_core_timeout;   /* L */
@@ -91,13 +106,12 @@ struct tpe {
 	void *policy_state;        /* I: owned by the policy */
 	void (*policy_free)(void *state); /* I */
 
-	size_t wc;                 /* L */
+	size_t wc;                 /* L, A: written with tpe__pool_set_wc_locked */
 	size_t nthreads;           /* L */
 	size_t active;             /* L */
 	size_t largest;            /* L */
 	size_t idle_waiters;       /* L: threads in tpe_wait_idle */
 	size_t handing_back;       /* L: tpe_shutdown_now calls still delivering */
-	uint64_t submitted;        /* L */
 	uint64_t completed;        /* L */
 	uint64_t rejected;         /* L */
 	unsigned long next_id;     /* L: thread name numbers */
@@ -109,7 +123,29 @@ struct tpe {
 	struct tpe__worker *exited; /* L: exited workers not yet joined */
 
 	tpe_t *reg_prev, *reg_next; /* R: registry of pools for fork() */
+
+	/* Written by every submission, on a cache line of its own. */
+	char pad_[TPE__CACHE_LINE];
+	uint64_t submitted;        /* A: added to before the task can run */
+	char pad2_[TPE__CACHE_LINE - sizeof(uint64_t)];
 };
+
+/*
+ * Sets wc (L held). seq_cst: an exiting worker's store pairs with the
+ * lock-free offer's load of wc after its push (queue.h, the Dekker pairs).
+ */
+static inline void
+tpe__pool_set_wc_locked(tpe_t *pool, size_t wc)
+{
+	__atomic_store_n(&pool->wc, wc, __ATOMIC_SEQ_CST);
+}
+
+/* Counts accepted tasks: relaxed, the task's own hand-over orders it. */
+static inline void
+tpe__pool_count_submitted(tpe_t *pool, int64_t delta)
+{
+	__atomic_add_fetch(&pool->submitted, (uint64_t)delta, __ATOMIC_RELAXED);
+}
 
 /* L held; returns true if the caller must run tpe__pool_finish_termination. */
 bool tpe__pool_try_terminate_locked(tpe_t *pool);

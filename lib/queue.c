@@ -53,7 +53,8 @@ spin_for_offer(struct tpe__queue *q, pthread_mutex_t *lock,
 
 	tpe__mutex_unlock(lock);
 	for (i = 1;; i++) {
-		if (__atomic_load_n(&q->offers, __ATOMIC_ACQUIRE) != seen) {
+		if (__atomic_load_n(&q->offers, __ATOMIC_ACQUIRE) != seen ||
+		    tpe__queue_pending(q)) {
 			offered = true;
 			break;
 		}
@@ -84,18 +85,31 @@ tpe__queue_take(struct tpe__queue *q, pthread_mutex_t *lock,
 	 * a waiting taker (hand-off, scale-first) reads q->takers under the
 	 * same lock; it signals `cond` only for sleepers.
 	 */
-	q->takers++;
-	if (spin && can_spin()) {
+	__atomic_store_n(&q->takers, q->takers + 1, __ATOMIC_SEQ_CST);
+	/* One spinner at a time: a second one would only take CPU from the
+	 * submitters it waits for (two cores, tiny tasks); it sleeps, and
+	 * the wake-up rules in queue.h call it when the queue builds up. */
+	if (spin && can_spin() && q->takers - q->sleepers == 1) {
 		if (!spin_for_offer(q, lock, deadline_ns))
 			*rc = EAGAIN; /* nothing came: the next wait sleeps */
 		if (deadline_ns >= 0 && tpe__now_ns() >= deadline_ns)
 			*rc = ETIMEDOUT;
 	} else {
-		q->sleepers++;
-		*rc = tpe__cond_wait_until(cond, lock, deadline_ns);
-		q->sleepers--;
+		/*
+		 * Dekker with the lock-free offer (queue.h): the seq_cst store
+		 * of sleepers, then the seq_cst load in pending(). Either this
+		 * sees the node, or the submitter sees sleepers > 0 and signals
+		 * under the lock, which it cannot take before the wait has
+		 * released it.
+		 */
+		__atomic_store_n(&q->sleepers, q->sleepers + 1,
+		    __ATOMIC_SEQ_CST);
+		if (!tpe__queue_pending(q))
+			*rc = tpe__cond_wait_until(cond, lock, deadline_ns);
+		__atomic_store_n(&q->sleepers, q->sleepers - 1,
+		    __ATOMIC_RELAXED);
 	}
-	q->takers--;
+	__atomic_store_n(&q->takers, q->takers - 1, __ATOMIC_RELAXED);
 	/*
 	 * No poll here: the caller re-checks the pool's state first (paused,
 	 * stopped) and polls at its next call, before it may decide to exit.

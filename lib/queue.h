@@ -16,10 +16,36 @@
  * waits. Queue kinds whose offer depends on waiting takers (hand-off,
  * scale-first) read that count.
  *
+ * The one exception to "under the lock" is offer_lockfree, which a kind
+ * that never refuses (the unbounded queue) may provide: submitters push
+ * there without pool->lock (tpe_execute's fast path, pool.h), and the
+ * nodes join the queue proper the next time a lock holder polls, sizes or
+ * removes. Everything that decides on emptiness under the lock therefore
+ * sees those nodes. Two decisions a lock-free offer could otherwise slip
+ * past are made in the Dekker pattern, a seq_cst store followed by a
+ * seq_cst load on each side (pending() is the load on the lock side):
+ *   - a worker about to sleep: q->sleepers++ (store), then pending()
+ *     (load) before it waits; the submitter pushes (RMW), then loads
+ *     q->takers and q->sleepers (tpe__queue_sleeper_needed) and, when no
+ *     awake taker will look, wakes a sleeper under the lock;
+ *   - a worker about to exit: pool->wc-- (store), then the queue's size
+ *     (load); the submitter pushes, then loads pool->wc (worker.c).
+ *
+ * Wake-ups follow Java's LinkedBlockingQueue: an offer wakes a sleeper
+ * only when no awake taker (spinning, or on its way to sleep, which looks
+ * once more) will see the task, and a lock-free offer only when its push
+ * found the inbox empty (a later push rides on the wake-up of the first);
+ * a worker that takes a task wakes the next sleeper when tasks remain that
+ * no awake taker will take (the cascade, worker.c). At most one taker
+ * spins at a time.
+ *
  * Invariants:
  *   - offer() either takes ownership of the node and returns 0, or returns
- *     EAGAIN and leaves ownership with the caller;
- *   - poll() returns the oldest node (FIFO) or NULL when empty;
+ *     EAGAIN and leaves ownership with the caller; offer_lockfree() always
+ *     takes it;
+ *   - poll() returns the oldest node (FIFO, lock-free offers in the order
+ *     their pushes took effect, after every node offered under the lock
+ *     before they were absorbed) or NULL when empty;
  *   - remove_if() keeps the order of the nodes it leaves.
  */
 #ifndef TPE_QUEUE_H
@@ -45,7 +71,8 @@ struct tpe__queue_ops {
 	int (*force)(struct tpe__queue *q, struct tpe__task *t);
 	/* The oldest node, or NULL. */
 	struct tpe__task *(*poll)(struct tpe__queue *q);
-	size_t (*size)(const struct tpe__queue *q);
+	/* How many nodes the queue holds (lock-free offers included). */
+	size_t (*size)(struct tpe__queue *q);
 	/* How many more offers could succeed now; SIZE_MAX when unbounded. */
 	size_t (*remaining)(const struct tpe__queue *q);
 	/* Moves up to max nodes matching `match` (oldest first) to out. */
@@ -53,12 +80,20 @@ struct tpe__queue_ops {
 	    void *ctx, size_t max, struct tpe__task_list *out);
 	/* Frees the queue; it must be empty. */
 	void (*destroy)(struct tpe__queue *q);
+	/* Optional, called WITHOUT pool->lock, from any number of threads:
+	 * takes t, never refuses; returns whether no other lock-free offer
+	 * was waiting to join the queue. A seq_cst read-modify-write. */
+	bool (*offer_lockfree)(struct tpe__queue *q, struct tpe__task *t);
+	/* Optional, without the lock: whether lock-free offers wait to join
+	 * the queue. A seq_cst load, pairing with offer_lockfree's push. */
+	bool (*pending)(const struct tpe__queue *q);
 };
 
 struct tpe__queue {
 	const struct tpe__queue_ops *ops;
-	size_t takers;   /* L: workers waiting in tpe__queue_take() */
-	size_t sleepers; /* L: those of them asleep on the condition variable */
+	size_t takers;   /* L, A: workers waiting in tpe__queue_take() */
+	size_t sleepers; /* L, A: those of them asleep on the condition
+			  * variable; the lock-free offer reads it (above) */
 	unsigned offers; /* A: bumped after each accepted offer (L held);
 			  * spinning takers read it without the lock */
 };
@@ -75,7 +110,7 @@ tpe__queue_offered(struct tpe__queue *q)
 /* Whether a submitter must signal the condition variable after an offer:
  * only when more tasks wait than spinning takers will pick up. L held. */
 static inline bool
-tpe__queue_needs_signal(const struct tpe__queue *q)
+tpe__queue_needs_signal(struct tpe__queue *q)
 {
 	return q->sleepers > 0 &&
 	    q->ops->size(q) > q->takers - q->sleepers;
@@ -103,14 +138,48 @@ int tpe__queue_linked_create(struct tpe__queue **q);
 int tpe__queue_array_create(struct tpe__queue **q, size_t capacity);
 int tpe__queue_handoff_create(struct tpe__queue **q);
 
-/* The linked queue's operations, shared with the hand-off queue. */
+/*
+ * After a lock-free offer, without the lock: whether a sleeping worker
+ * must be woken because no awake taker will look at the queue. takers is
+ * loaded before sleepers, so a taker counted as awake here either is, or
+ * stored its sleepers increment after this load and so sees the node in
+ * its last look (the Dekker pair above).
+ */
+static inline bool
+tpe__queue_sleeper_needed(const struct tpe__queue *q)
+{
+	size_t takers = __atomic_load_n(&q->takers, __ATOMIC_SEQ_CST);
+	size_t sleepers = __atomic_load_n(&q->sleepers, __ATOMIC_SEQ_CST);
+
+	return sleepers > 0 && takers <= sleepers;
+}
+
+/* Whether offer_lockfree'd nodes wait to join the queue; false for kinds
+ * without lock-free offers. Any thread. */
+static inline bool
+tpe__queue_pending(const struct tpe__queue *q)
+{
+	return q->ops->pending != NULL && q->ops->pending(q);
+}
+
+/*
+ * The linked queue, shared with the hand-off queue (which never offers
+ * lock-free, so its inbox stays empty). `inbox` is a Treiber stack that
+ * submitters push onto without the lock; a lock holder takes it whole with
+ * one exchange, reverses it and appends it to `list`. It sits on a cache
+ * line of its own: submitters write it, workers write the rest.
+ */
+#define TPE__CACHE_LINE 64
 struct tpe__queue_linked {
 	struct tpe__queue base;
 	struct tpe__task_list list; /* L */
+	char pad_[TPE__CACHE_LINE];
+	struct tpe__task *inbox;    /* A: pushed lock-free, emptied under L */
+	char pad2_[TPE__CACHE_LINE - sizeof(struct tpe__task *)];
 };
 int tpe__linked_offer(struct tpe__queue *q, struct tpe__task *t);
 struct tpe__task *tpe__linked_poll(struct tpe__queue *q);
-size_t tpe__linked_size(const struct tpe__queue *q);
+size_t tpe__linked_size(struct tpe__queue *q);
 size_t tpe__linked_remove_if(struct tpe__queue *q, tpe__task_match_fn match,
     void *ctx, size_t max, struct tpe__task_list *out);
 void tpe__linked_destroy(struct tpe__queue *q);
@@ -122,7 +191,7 @@ tpe__queue_force(struct tpe__queue *q, struct tpe__task *t)
 }
 
 static inline bool
-tpe__queue_is_empty(const struct tpe__queue *q)
+tpe__queue_is_empty(struct tpe__queue *q)
 {
 	return q->ops->size(q) == 0;
 }

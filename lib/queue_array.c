@@ -40,7 +40,7 @@ array_poll(struct tpe__queue *q)
 }
 
 static size_t
-array_size(const struct tpe__queue *q)
+array_size(struct tpe__queue *q)
 {
 	return ((const struct queue_array *)q)->count;
 }

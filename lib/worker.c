@@ -14,6 +14,9 @@
  * offer that relies on a waiting worker (q->takers) is made under the same
  * lock, and a worker counted in q->takers polls the queue before it may
  * re-evaluate its exit (research/java_tpe.md §c.4, the BZ 65454 race).
+ * The one offer made without the lock (pool.h, the lock-free step 2) is
+ * covered by the order of the exit itself: wc first, then a last look at
+ * the queue (may_leave_locked).
  *
  * Keep-alive: the deadline is fixed when the worker starts waiting and
  * survives spurious wake-ups; a configuration change (config_gen) re-times
@@ -60,6 +63,25 @@ list_remove(struct tpe__worker **head, struct tpe__worker *w)
 }
 
 /*
+ * The worker has decided to exit: gives up its place in wc, unless that
+ * would strand queued tasks. The decrement comes before the last look at
+ * the queue: a lock-free offer pushes and then reads wc (pool.h), so either
+ * it sees this worker gone (and settles its task under the lock) or this
+ * look sees its node (and the last worker stays, as Java's
+ * processWorkerExit would start a replacement). L held.
+ */
+static bool
+may_leave_locked(tpe_t *pool)
+{
+	tpe__pool_set_wc_locked(pool, pool->wc - 1);
+	if (pool->wc > 0 || pool->state >= TPE__STOP ||
+	    tpe__queue_is_empty(pool->queue))
+		return true;
+	tpe__pool_set_wc_locked(pool, pool->wc + 1);
+	return false;
+}
+
+/*
  * Returns the next task, or NULL when the worker must exit (wc has then
  * been decremented). pool->lock held on entry and exit.
  */
@@ -84,11 +106,13 @@ get_task_locked(tpe_t *pool)
 			continue;
 		}
 		empty = tpe__queue_is_empty(q);
-		if (empty && pool->state == TPE__SHUTDOWN)
-			break;
 		timed = pool->allow_core_timeout || pool->wc > pool->core;
-		if (empty && (pool->wc > pool->max || (timed && timed_out)))
-			break;
+		if (empty && (pool->state == TPE__SHUTDOWN ||
+		    pool->wc > pool->max || (timed && timed_out))) {
+			if (may_leave_locked(pool))
+				return NULL;
+			continue;
+		}
 		if (!timed)
 			deadline = -1;
 		else if (deadline < 0)
@@ -96,8 +120,13 @@ get_task_locked(tpe_t *pool)
 		/* Spin once per get_task, then sleep: see tpe__queue_take. */
 		t = tpe__queue_take(q, &pool->lock, &pool->work_cond,
 		    deadline, spin, &rc);
-		if (t != NULL)
+		if (t != NULL) {
+			/* The cascade (queue.h): tasks left that no awake
+			 * taker will take wake the next sleeper. */
+			if (tpe__queue_needs_signal(q))
+				tpe__cond_signal(&pool->work_cond);
 			return t;
+		}
 		/* Spin again while offers keep coming (another worker won the
 		 * last one); sleep once a spin saw nothing. */
 		spin = spin && rc == 0;
@@ -110,7 +139,7 @@ get_task_locked(tpe_t *pool)
 			timed_out = true;
 		}
 	}
-	pool->wc--;
+	tpe__pool_set_wc_locked(pool, pool->wc - 1);
 	return NULL;
 }
 
@@ -251,7 +280,7 @@ tpe__worker_start_locked(tpe_t *pool, struct tpe__task *first)
 	int rc;
 
 	/* Reserve: concurrent callers see the slot taken at once. */
-	pool->wc++;
+	tpe__pool_set_wc_locked(pool, pool->wc + 1);
 	pool->nthreads++;
 	if (first != NULL)
 		pool->active++;
@@ -282,7 +311,7 @@ tpe__worker_start_locked(tpe_t *pool, struct tpe__task *first)
 		list_remove(&pool->live, w);
 		free(w);
 	}
-	pool->wc--;
+	tpe__pool_set_wc_locked(pool, pool->wc - 1);
 	pool->nthreads--;
 	if (first != NULL)
 		pool->active--;

@@ -1257,6 +1257,212 @@ test_execute_workers_block_async_signals(void **state)
 	tu_latch_destroy(&sp.done);
 }
 
+/* ---- the lock-free offer (unbounded queue, queue-first) ---------------- */
+
+/* Counts the tasks that ran; the submitter waits for a given count. */
+struct ran_count {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	long n; /* under lock */
+};
+
+static void
+ran_count_fn(void *arg)
+{
+	struct ran_count *r = arg;
+
+	pthread_mutex_lock(&r->lock);
+	r->n++;
+	pthread_cond_broadcast(&r->cond);
+	pthread_mutex_unlock(&r->lock);
+}
+
+static void
+ran_count_wait(struct ran_count *r, long n)
+{
+	pthread_mutex_lock(&r->lock);
+	while (r->n < n)
+		pthread_cond_wait(&r->cond, &r->lock);
+	pthread_mutex_unlock(&r->lock);
+}
+
+/*
+ * One task at a time to a pool whose only worker times out after 1 us:
+ * every submission races the worker's exit (may_leave_locked against the
+ * lock-free offer's re-check of wc). A task stranded in the queue with no
+ * worker would hang the wait (and the test's time bound fails it).
+ */
+static void
+keep_alive_race(size_t core)
+{
+	enum { ROUNDS = 20000 };
+	struct ran_count r = { PTHREAD_MUTEX_INITIALIZER,
+	    PTHREAD_COND_INITIALIZER, 0 };
+	tpe_t *p = pool_ka(core, 1, 1000, TPE_QUEUE_UNBOUNDED, 0);
+	struct tpe_stats st;
+	long i;
+
+	if (core > 0)
+		assert_int_equal(tpe_set_allow_core_timeout(p, true), 0);
+	for (i = 0; i < ROUNDS; i++) {
+		assert_int_equal(tpe_execute(p, ran_count_fn, &r), 0);
+		ran_count_wait(&r, i + 1);
+	}
+	st = tu_stats(p);
+	assert_int_equal(st.submitted, ROUNDS);
+	assert_true(st.pool_size <= 1);
+	assert_int_equal(tpe_destroy(p), 0);
+	assert_int_equal(r.n, ROUNDS);
+}
+
+static void
+test_execute_lockfree_offer_races_keep_alive(void **state)
+{
+	(void)state;
+	keep_alive_race(1); /* core 1, allow-core-timeout */
+	keep_alive_race(0); /* core 0: the queue's last worker */
+}
+
+/*
+ * Two submitters, each one task at a time, to an idle pool of two
+ * workers that spin briefly and then sleep: every submission races a
+ * worker going to sleep (the sleepers Dekker pair). A lost wake-up hangs.
+ */
+enum { WAKER_ROUNDS = 20000 };
+
+struct waker_arg {
+	tpe_t *pool;
+	pthread_barrier_t *start;
+	struct ran_count r;
+};
+
+static void *
+waker_main(void *arg)
+{
+	struct waker_arg *w = arg;
+	long i;
+
+	pthread_barrier_wait(w->start);
+	for (i = 0; i < WAKER_ROUNDS; i++) {
+		if (tpe_execute(w->pool, ran_count_fn, &w->r) != 0)
+			return (void *)1;
+		ran_count_wait(&w->r, i + 1);
+		if (i % 16 == 0)
+			tu_sleep_ns(30 * 1000); /* let the workers fall asleep */
+	}
+	return NULL;
+}
+
+static void
+test_execute_lockfree_offer_wakes_sleepers(void **state)
+{
+	struct waker_arg w[2];
+	pthread_barrier_t start;
+	pthread_t th[2];
+	void *res;
+	tpe_t *p = tu_pool(2, 2, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
+	int i;
+
+	(void)state;
+	assert_int_equal(tpe_prestart_core_threads(p, NULL), 0);
+	pthread_barrier_init(&start, NULL, 2);
+	for (i = 0; i < 2; i++) {
+		w[i].pool = p;
+		w[i].start = &start;
+		pthread_mutex_init(&w[i].r.lock, NULL);
+		pthread_cond_init(&w[i].r.cond, NULL);
+		w[i].r.n = 0;
+		assert_int_equal(pthread_create(&th[i], NULL, waker_main, &w[i]),
+		    0);
+	}
+	for (i = 0; i < 2; i++) {
+		assert_int_equal(pthread_join(th[i], &res), 0);
+		assert_null(res);
+		assert_int_equal(w[i].r.n, WAKER_ROUNDS);
+	}
+	assert_int_equal(tu_stats(p).submitted, 2 * WAKER_ROUNDS);
+	assert_int_equal(tpe_destroy(p), 0);
+	pthread_barrier_destroy(&start);
+	for (i = 0; i < 2; i++) {
+		pthread_mutex_destroy(&w[i].r.lock);
+		pthread_cond_destroy(&w[i].r.cond);
+	}
+}
+
+/*
+ * Tasks offered without the lock keep Java's order: a single worker runs
+ * them FIFO, and a blocked worker's queue shows them in the statistics,
+ * to tpe_remove and to tpe_shutdown_now, in submission order.
+ */
+static int order_log[8];
+static int order_n; /* atomic */
+
+static void
+order_fn(void *arg)
+{
+	int i = __atomic_fetch_add(&order_n, 1, __ATOMIC_SEQ_CST);
+
+	order_log[i] = (int)(intptr_t)arg;
+}
+
+static int handed[8];
+static int nhanded;
+
+static void
+handed_cb(tpe_fn fn, void *arg, void *ctx)
+{
+	(void)fn;
+	(void)ctx;
+	handed[nhanded++] = (int)(intptr_t)arg;
+}
+
+static void
+test_execute_lockfree_offer_keeps_order(void **state)
+{
+	struct tu_latch started, release;
+	struct tu_blocker b = { &started, &release, NULL, 0 };
+	tpe_t *p = tu_pool(1, 1, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
+	intptr_t i;
+
+	(void)state;
+	tu_latch_init(&started, 1);
+	tu_latch_init(&release, 1);
+	assert_int_equal(tpe_execute(p, tu_blocker_fn, &b), 0);
+	tu_latch_wait(&started);
+	for (i = 0; i < 6; i++)
+		assert_int_equal(tpe_execute(p, order_fn, (void *)i), 0);
+	assert_int_equal(tu_stats(p).queued, 6);
+	assert_int_equal(tpe_remove(p, order_fn, (void *)2), 0);
+	assert_int_equal(tpe_remove(p, order_fn, (void *)2), ENOENT);
+	tu_latch_count_down(&release);
+	assert_int_equal(tpe_wait_idle(p, -1), 0);
+	assert_int_equal(tu_load(&order_n), 5);
+	assert_int_equal(order_log[0], 0);
+	assert_int_equal(order_log[1], 1);
+	assert_int_equal(order_log[2], 3);
+	assert_int_equal(order_log[3], 4);
+	assert_int_equal(order_log[4], 5);
+
+	/* Queued behind a blocked worker again, then handed back in order. */
+	tu_latch_init(&started, 1);
+	b.ran = 0;
+	assert_int_equal(tpe_execute(p, tu_blocker_fn, &b), 0);
+	tu_latch_wait(&started);
+	for (i = 0; i < 4; i++)
+		assert_int_equal(tpe_execute(p, order_fn, (void *)i), 0);
+	nhanded = 0;
+	assert_int_equal(tpe_shutdown_now(p, handed_cb, NULL), 0);
+	assert_int_equal(nhanded, 4);
+	for (i = 0; i < 4; i++)
+		assert_int_equal(handed[i], (int)i);
+	assert_int_equal(tpe_execute(p, order_fn, (void *)7), ECANCELED);
+	tu_latch_count_down(&release);
+	assert_int_equal(tpe_destroy(p), 0);
+	assert_int_equal(tu_load(&order_n), 5);
+	tu_latch_destroy(&started);
+	tu_latch_destroy(&release);
+}
+
 int
 main(void)
 {
@@ -1287,6 +1493,9 @@ main(void)
 		cmocka_unit_test(test_execute_pause_running_task_finishes),
 		cmocka_unit_test(test_execute_pause_errors),
 		cmocka_unit_test(test_execute_workers_block_async_signals),
+		cmocka_unit_test(test_execute_lockfree_offer_races_keep_alive),
+		cmocka_unit_test(test_execute_lockfree_offer_wakes_sleepers),
+		cmocka_unit_test(test_execute_lockfree_offer_keeps_order),
 	};
 
 	tu_time_bound(0);

@@ -6,6 +6,7 @@
  */
 #include "testutil.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "queue.h"
@@ -260,6 +261,165 @@ test_queue_signal_only_for_sleepers(void **state)
 	q->ops->destroy(q);
 }
 
+/*
+ * The unbounded queue's lock-free offers join the queue in push order,
+ * after every node offered before them under the lock and before every
+ * node offered after them; size, pending and remove_if see them.
+ */
+static void
+test_queue_linked_lockfree_fifo(void **state)
+{
+	struct tpe__task_list out;
+	struct tpe__queue *q;
+	size_t i;
+
+	(void)state;
+	init_nodes();
+	assert_int_equal(tpe__queue_linked_create(&q), 0);
+	assert_non_null(q->ops->offer_lockfree);
+	assert_false(tpe__queue_pending(q));
+	assert_true(q->ops->offer_lockfree(q, &node[0]));  /* first: empty */
+	assert_false(q->ops->offer_lockfree(q, &node[1])); /* rides on it */
+	assert_true(tpe__queue_pending(q));
+	assert_int_equal(q->ops->offer(q, &node[2]), 0);
+	assert_false(tpe__queue_pending(q));               /* absorbed */
+	assert_true(q->ops->offer_lockfree(q, &node[3]));
+	assert_false(q->ops->offer_lockfree(q, &node[4]));
+	assert_int_equal(q->ops->size(q), 5);
+	assert_true(q->ops->offer_lockfree(q, &node[5]));
+	tpe__task_list_init(&out);
+	assert_int_equal(q->ops->remove_if(q, match_odd, NULL, SIZE_MAX, &out),
+	    3);
+	assert_int_equal(id_of(tpe__task_list_pop(&out)), 1);
+	assert_int_equal(id_of(tpe__task_list_pop(&out)), 3);
+	assert_int_equal(id_of(tpe__task_list_pop(&out)), 5);
+	assert_true(q->ops->offer_lockfree(q, &node[6]));
+	for (i = 0; i <= 6; i += 2)
+		assert_int_equal(id_of(q->ops->poll(q)), i);
+	assert_null(q->ops->poll(q));
+	assert_true(tpe__queue_is_empty(q));
+	q->ops->destroy(q);
+}
+
+/* Hand-off and bounded queues take no lock-free offers (their offer
+ * depends on state only the lock holder may read). */
+static void
+test_queue_lockfree_only_unbounded(void **state)
+{
+	struct tpe__queue *q;
+
+	(void)state;
+	assert_int_equal(tpe__queue_handoff_create(&q), 0);
+	assert_null(q->ops->offer_lockfree);
+	assert_false(tpe__queue_pending(q));
+	q->ops->destroy(q);
+	assert_int_equal(tpe__queue_array_create(&q, 4), 0);
+	assert_null(q->ops->offer_lockfree);
+	assert_false(tpe__queue_pending(q));
+	q->ops->destroy(q);
+}
+
+/* After a lock-free push: wake a sleeper only when no awake taker will
+ * look at the queue (takers that are not asleep spin or look again). */
+static void
+test_queue_sleeper_needed(void **state)
+{
+	struct tpe__queue *q;
+
+	(void)state;
+	assert_int_equal(tpe__queue_linked_create(&q), 0);
+	q->takers = 0;
+	q->sleepers = 0;
+	assert_false(tpe__queue_sleeper_needed(q)); /* nobody to wake */
+	q->takers = 1;
+	q->sleepers = 1;
+	assert_true(tpe__queue_sleeper_needed(q));  /* the only taker sleeps */
+	q->takers = 2;
+	assert_false(tpe__queue_sleeper_needed(q)); /* one is awake */
+	q->sleepers = 2;
+	assert_true(tpe__queue_sleeper_needed(q));
+	q->takers = q->sleepers = 0;
+	q->ops->destroy(q);
+}
+
+/*
+ * Producers push lock-free while a consumer polls under a lock: every node
+ * comes out exactly once, and each producer's nodes in its push order.
+ */
+enum { LF_PRODUCERS = 4, LF_PER = 50000 };
+
+struct lf_ctx {
+	struct tpe__queue *q;
+	pthread_barrier_t start;
+	struct tpe__task *nodes; /* LF_PRODUCERS * LF_PER */
+};
+
+struct lf_producer {
+	struct lf_ctx *c;
+	size_t id;
+};
+
+static void *
+lf_produce(void *arg)
+{
+	struct lf_producer *p = arg;
+	struct tpe__task *base = p->c->nodes + p->id * LF_PER;
+	size_t i;
+
+	pthread_barrier_wait(&p->c->start);
+	for (i = 0; i < LF_PER; i++)
+		p->c->q->ops->offer_lockfree(p->c->q, &base[i]);
+	return NULL;
+}
+
+static void
+test_queue_lockfree_producers_stress(void **state)
+{
+	struct lf_producer prod[LF_PRODUCERS];
+	pthread_t th[LF_PRODUCERS];
+	size_t next[LF_PRODUCERS] = { 0 };
+	pthread_mutex_t lock;
+	struct lf_ctx c;
+	size_t i, got = 0;
+
+	(void)state;
+	tpe__mutex_init(&lock);
+	c.nodes = calloc((size_t)LF_PRODUCERS * LF_PER, sizeof(*c.nodes));
+	assert_non_null(c.nodes);
+	for (i = 0; i < (size_t)LF_PRODUCERS * LF_PER; i++)
+		c.nodes[i].arg = (void *)(uintptr_t)i;
+	assert_int_equal(tpe__queue_linked_create(&c.q), 0);
+	pthread_barrier_init(&c.start, NULL, LF_PRODUCERS + 1);
+	for (i = 0; i < LF_PRODUCERS; i++) {
+		prod[i].c = &c;
+		prod[i].id = i;
+		assert_int_equal(pthread_create(&th[i], NULL, lf_produce,
+		    &prod[i]), 0);
+	}
+	pthread_barrier_wait(&c.start);
+	while (got < (size_t)LF_PRODUCERS * LF_PER) {
+		struct tpe__task *t;
+
+		tpe__mutex_lock(&lock);
+		t = c.q->ops->poll(c.q);
+		tpe__mutex_unlock(&lock);
+		if (t == NULL)
+			continue;
+		i = id_of(t);
+		/* In order per producer, so also never twice. */
+		assert_int_equal(i % LF_PER, next[i / LF_PER]);
+		next[i / LF_PER]++;
+		got++;
+	}
+	for (i = 0; i < LF_PRODUCERS; i++)
+		pthread_join(th[i], NULL);
+	assert_true(tpe__queue_is_empty(c.q));
+	pthread_barrier_destroy(&c.start);
+	c.q->ops->destroy(c.q);
+	free(c.nodes);
+	tpe__mutex_destroy(&lock);
+}
+
 static void
 test_queue_deadline_saturates(void **state)
 {
@@ -281,6 +441,10 @@ main(void)
 		cmocka_unit_test(test_queue_take_times_out),
 		cmocka_unit_test(test_queue_signal_only_for_sleepers),
 		cmocka_unit_test(test_queue_deadline_saturates),
+		cmocka_unit_test(test_queue_linked_lockfree_fifo),
+		cmocka_unit_test(test_queue_lockfree_only_unbounded),
+		cmocka_unit_test(test_queue_sleeper_needed),
+		cmocka_unit_test(test_queue_lockfree_producers_stress),
 	};
 
 	tu_time_bound(0);
