@@ -58,5 +58,6 @@ extern const struct peer tpe_bench_peer_glib;
 extern const struct peer tpe_bench_peer_thpool;
 extern const struct peer tpe_bench_peer_uv;
 extern const struct peer tpe_bench_peer_ref;
+extern const struct peer tpe_bench_peer_threads;
 
 #endif /* TPE_BENCH_PEER_H */
