@@ -56,37 +56,18 @@ tpe__task_free(struct tpe__task *t)
 	free(t);
 }
 
-/* Up to this many nodes (32 bytes each) stay cached per pool. */
-#define NODE_CACHE_MAX 1024
-
-void
-tpe__pool_recycle_locked(tpe_t *pool, struct tpe__task *t)
-{
-	if (pool->nfree >= NODE_CACHE_MAX) {
-		free(t);
-		return;
-	}
-	t->next = pool->free_nodes;
-	pool->free_nodes = t;
-	pool->nfree++;
-}
-
-/* A node for a new task: a recycled one, or malloc (NULL: ENOMEM). L held. */
+/* A node for a new task (node.c: no lock, rarely malloc); NULL: ENOMEM. */
 static struct tpe__task *
-node_get_locked(tpe_t *pool, tpe_fn fn, void *arg, struct tpe_future *f)
+node_new(tpe_t *pool, tpe_fn fn, void *arg, struct tpe_future *f)
 {
-	struct tpe__task *t = pool->free_nodes;
+	struct tpe__task *t = tpe__node_get(&pool->returns);
 
 	if (t != NULL) {
-		pool->free_nodes = t->next;
-		pool->nfree--;
-	} else if ((t = malloc(sizeof(*t))) == NULL) {
-		return NULL;
+		t->next = NULL;
+		t->fn = fn;
+		t->arg = arg;
+		t->future = f;
 	}
-	t->next = NULL;
-	t->fn = fn;
-	t->arg = arg;
-	t->future = f;
 	return t;
 }
 
@@ -424,14 +405,11 @@ dispatch_lockfree(tpe_t *pool, tpe_fn fn, void *arg, struct tpe_future *f,
 	if (wc == 0 || wc < __atomic_load_n(&pool->core, __ATOMIC_RELAXED) ||
 	    load_state(pool) != TPE__RUNNING)
 		return false;
-	t = malloc(sizeof(*t));
+	t = node_new(pool, fn, arg, f);
 	if (t == NULL) {
 		*rc = ENOMEM;
 		return true;
 	}
-	t->fn = fn;
-	t->arg = arg;
-	t->future = f;
 	/* Counted before any worker can finish it (tpe_get_stats). */
 	tpe__pool_count_submitted(pool, 1);
 	first = q->ops->offer_lockfree(q, t);
@@ -465,15 +443,16 @@ dispatch(tpe_t *pool, tpe_fn fn, void *arg, struct tpe_future *f)
 
 	if (dispatch_lockfree(pool, fn, arg, f, &rc))
 		return rc;
+	if (load_state(pool) != TPE__RUNNING)
+		return ECANCELED;
+	t = node_new(pool, fn, arg, f);
+	if (t == NULL)
+		return ENOMEM;
 	tpe__mutex_lock(&pool->lock);
 	if (pool->state != TPE__RUNNING) {
 		tpe__mutex_unlock(&pool->lock);
+		tpe__task_free(t);
 		return ECANCELED;
-	}
-	t = node_get_locked(pool, fn, arg, f);
-	if (t == NULL) {
-		tpe__mutex_unlock(&pool->lock);
-		return ENOMEM;
 	}
 	if (step_start_locked(pool, t, pool->core, &rc))
 		goto decided;
@@ -491,7 +470,7 @@ dispatch(tpe_t *pool, tpe_fn fn, void *arg, struct tpe_future *f)
 
 decided:
 	if (rc != 0)
-		tpe__pool_recycle_locked(pool, t);
+		tpe__node_put(&pool->returns, t);
 	tpe__mutex_unlock(&pool->lock);
 	if (signal)
 		tpe__cond_signal(&pool->work_cond);
@@ -654,12 +633,7 @@ tpe_destroy(tpe_t *pool)
 	tpe__registry_remove(pool);
 	tpe__worker_reap(pool);
 	pool->queue->ops->destroy(pool->queue);
-	while (pool->free_nodes != NULL) {
-		struct tpe__task *t = pool->free_nodes;
-
-		pool->free_nodes = t->next;
-		free(t);
-	}
+	tpe__node_returns_free(&pool->returns);
 	if (pool->policy_free != NULL)
 		pool->policy_free(pool->policy_state);
 	tpe__cond_destroy(&pool->term_cond);

@@ -62,6 +62,7 @@
 #include <stdint.h>
 
 #include "attr.h"
+#include "node.h"
 #include "queue.h"
 #include "task.h"
 #include "tpe.h"
@@ -116,8 +117,6 @@ struct tpe {
 	uint64_t rejected;         /* L */
 	unsigned long next_id;     /* L: thread name numbers */
 
-	struct tpe__task *free_nodes; /* L: recycled task nodes */
-	size_t nfree;                 /* L: length of free_nodes */
 
 	struct tpe__worker *live;   /* L: started or starting workers */
 	struct tpe__worker *exited; /* L: exited workers not yet joined */
@@ -128,6 +127,9 @@ struct tpe {
 	char pad_[TPE__CACHE_LINE];
 	uint64_t submitted;        /* A: added to before the task can run */
 	char pad2_[TPE__CACHE_LINE - sizeof(uint64_t)];
+	/* Written by every finished task, on a cache line of its own. */
+	struct tpe__node_returns returns; /* A: node.c */
+	char pad3_[TPE__CACHE_LINE - sizeof(struct tpe__node_returns)];
 };
 
 /*
@@ -162,8 +164,6 @@ void tpe__task_run_inline(struct tpe__task *t);
 /* Frees a node that was never accepted; the future (if any) is untouched. */
 void tpe__task_free(struct tpe__task *t);
 
-/* Keeps a finished task's node for the next submission (or frees it). L held. */
-void tpe__pool_recycle_locked(tpe_t *pool, struct tpe__task *t);
 
 /*
  * Puts t into the queue through `offer` (the queue's own offer, or a

@@ -215,10 +215,10 @@ worker_main(void *arg)
 		}
 		tpe__mutex_unlock(&pool->lock);
 		t = run_task(pool, t);
-		tpe__mutex_lock(&pool->lock);
 		if (t != NULL)
-			tpe__pool_recycle_locked(pool, t);
+			tpe__node_put(&pool->returns, t);
 		t = NULL;
+		tpe__mutex_lock(&pool->lock);
 		pool->active--;
 		pool->completed++;
 		notify_idle_locked(pool);

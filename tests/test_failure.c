@@ -15,6 +15,8 @@
 
 #include "testutil.h"
 
+#include "node.h"
+
 /* ---- the wrappers ----------------------------------------------------- */
 
 void *__real_malloc(size_t size);
@@ -68,6 +70,9 @@ fault_hit(struct fault *f)
 static void
 fault_arm(struct fault *f, long skip, long count, bool any_thread)
 {
+	/* Nodes cached by this thread (lib/node.c) would hide allocations:
+	 * every armed call starts from an empty cache. */
+	tpe__node_cache_flush();
 	f->thread = pthread_self();
 	f->skip = skip;
 	f->count = count;
