@@ -16,9 +16,12 @@
  *   2. A re-enqueue rejection function: when step 3 fails (the pool is at
  *      max, a thread could not be created, or the pool is paused) it forces
  *      the task into the inner queue while it has room, through
- *      tpe__pool_offer (state re-check and worker guarantee under the lock,
- *      so nothing is forced into a shut-down pool: Tomcat's risk 3), and
- *      only then calls the configured rejection policy.
+ *      tpe__pool_requeue, and only then calls the configured rejection
+ *      policy. tpe__pool_requeue decides afresh under the lock: step 3's
+ *      "at max" may be stale by then (a worker timed out and left while
+ *      the lock was dropped), so it offers to an idle worker or starts a
+ *      worker below max before it forces; and it re-checks the state, so
+ *      nothing is forced into a shut-down pool (Tomcat's risk 3).
  *
  * Why the races are gone: the submitter's "is a worker idle" (takers, read
  * in offer) and the worker's "may I time out" (get_task) are both decided
@@ -132,7 +135,7 @@ reject_reenqueue(tpe_t *pool, struct tpe__task *t, void *ctx)
 	struct scaling_queue *sq = ctx;
 	int rc;
 
-	rc = tpe__pool_offer(pool, t, tpe__queue_force);
+	rc = tpe__pool_requeue(pool, t, tpe__queue_force);
 	if (rc == 0 || rc == ECANCELED)
 		return rc;
 	return sq->next_reject(pool, t, sq->next_ctx);

@@ -264,23 +264,6 @@ accepted_locked(tpe_t *pool, struct tpe__task *t, bool *signal)
 	return ensure_taker_locked(pool, t, signal);
 }
 
-int
-tpe__pool_offer(tpe_t *pool, struct tpe__task *t,
-    int (*offer)(struct tpe__queue *q, struct tpe__task *t))
-{
-	bool signal = false;
-	int rc;
-
-	tpe__mutex_lock(&pool->lock);
-	if (pool->state != TPE__RUNNING)
-		rc = ECANCELED;
-	else if ((rc = offer(pool->queue, t)) == 0)
-		rc = accepted_locked(pool, t, &signal);
-	tpe__mutex_unlock(&pool->lock);
-	if (signal)
-		tpe__cond_signal(&pool->work_cond);
-	return rc;
-}
 
 int
 tpe__pool_replace_oldest(tpe_t *pool, struct tpe__task *t,
@@ -424,6 +407,29 @@ dispatch_lockfree(tpe_t *pool, tpe_fn fn, void *arg, struct tpe_future *f,
 	else
 		*rc = settle_lockfree(pool, t);
 	return true;
+}
+
+int
+tpe__pool_requeue(tpe_t *pool, struct tpe__task *t,
+    int (*force)(struct tpe__queue *q, struct tpe__task *t))
+{
+	struct tpe__queue *q = pool->queue;
+	bool signal = false;
+	int rc;
+
+	tpe__mutex_lock(&pool->lock);
+	if (pool->state != TPE__RUNNING)
+		rc = ECANCELED;
+	else if (q->ops->offer(q, t) == 0)
+		rc = accepted_locked(pool, t, &signal);
+	else if (step_start_locked(pool, t, pool->max, &rc))
+		; /* started (0), or shut down meanwhile (ECANCELED) */
+	else if ((rc = force(q, t)) == 0)
+		rc = accepted_locked(pool, t, &signal);
+	tpe__mutex_unlock(&pool->lock);
+	if (signal)
+		tpe__cond_signal(&pool->work_cond);
+	return rc;
 }
 
 /*

@@ -166,13 +166,15 @@ void tpe__task_free(struct tpe__task *t);
 
 
 /*
- * Puts t into the queue through `offer` (the queue's own offer, or a
- * policy's forcing offer), with every re-check tpe_execute makes: ECANCELED
- * when not RUNNING, the offer's EAGAIN, and EAGAIN/ENOMEM when no worker is
- * alive and none can be started (t is then not kept). 0: the pool took t.
+ * A policy's second chance for t after tpe_execute's step 3 failed, decided
+ * afresh under one lock, because the pool may have changed since step 3
+ * looked (a worker timed out and left): the queue's own offer, else a new
+ * worker below max, else `force` (a policy's forcing offer). ECANCELED when
+ * not RUNNING; the force's EAGAIN; EAGAIN/ENOMEM when no worker is alive
+ * and none can be started (t is then not kept). 0: the pool took t.
  */
-int tpe__pool_offer(tpe_t *pool, struct tpe__task *t,
-    int (*offer)(struct tpe__queue *q, struct tpe__task *t));
+int tpe__pool_requeue(tpe_t *pool, struct tpe__task *t,
+    int (*force)(struct tpe__queue *q, struct tpe__task *t));
 
 /* DISCARD_OLDEST: under one lock, takes the queue's head out (*victim) and
  * offers t. 0, EAGAIN (nothing to drop or refused again), ECANCELED. */

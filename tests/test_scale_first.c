@@ -193,6 +193,15 @@ test_scale_first_burst_from_idle(void **state)
  * #124667). With core 0 the only worker may be timing out at the moment
  * the task arrives; the task must still start. Looped; the submit is
  * placed around the worker's keep-alive deadline by a varying delay.
+ *
+ * Besides "every task starts", the loop checks the scale-first invariant
+ * (DESIGN.md section 4, tpe_attr_set_policy(3)) on consistent snapshots
+ * taken where it matters: by each submitter right after tpe_execute
+ * returned (the moment its task may sit in the queue), and by the task
+ * hooks on the worker (the moment a task left the queue, and the moment
+ * its worker is about to look at the queue again). Below max, every queued
+ * task must have a worker of its own (queue_is_claimed). A second phase
+ * runs two submitters at once, so that tasks also queue at max.
  */
 static void
 signal_sem(void *arg)
@@ -200,15 +209,18 @@ signal_sem(void *arg)
 	sem_post(arg);
 }
 
-static void
-timed_sem_wait_or_fail(sem_t *sem)
+/* Waits for the semaphore for at most BOUND; false if that passed. */
+static bool
+timed_sem_wait(sem_t *sem)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	ts.tv_sec += BOUND / TU_S;
 	while (sem_timedwait(sem, &ts) != 0)
-		assert_int_equal(errno, EINTR); /* ETIMEDOUT: a stranded task */
+		if (errno != EINTR)
+			return false; /* ETIMEDOUT: a stranded task */
+	return true;
 }
 
 static long
@@ -219,48 +231,181 @@ iterations(long dflt)
 	return e != NULL ? atol(e) : dflt;
 }
 
+/*
+ * The invariant, on one snapshot: a task is queued only while an idle
+ * worker is claimed for it or the pool is at max. Below max, each queued
+ * task needs a worker of its own that runs no task: an idle one, or one
+ * still starting (counted in pool_size, in neither idle nor active, see
+ * tpe_get_stats(3)), which takes from the queue as its first act.
+ */
+static bool
+queue_is_claimed(const struct tpe_stats *s)
+{
+	return s->queued == 0 || s->pool_size >= s->max_size ||
+	    (s->active <= s->pool_size &&
+	    s->queued <= s->pool_size - s->active);
+}
+
+/* Invariant checks from several threads (none may call cmocka). */
+struct inv_rec {
+	pthread_mutex_t lock;
+	long checks;          /* L */
+	long queued_seen;     /* L: checks that saw a queued task */
+	long violations;      /* L */
+	struct tpe_stats bad; /* L: the first violating snapshot */
+};
+
+static void
+inv_init(struct inv_rec *r)
+{
+	memset(r, 0, sizeof(*r));
+	pthread_mutex_init(&r->lock, NULL);
+}
+
+static void
+inv_check(const tpe_t *pool, struct inv_rec *r)
+{
+	struct tpe_stats s;
+	int rc = tpe_get_stats(pool, &s);
+
+	pthread_mutex_lock(&r->lock);
+	r->checks++;
+	if (rc == 0 && s.queued > 0)
+		r->queued_seen++;
+	if (rc != 0 || !queue_is_claimed(&s)) {
+		if (r->violations++ == 0)
+			r->bad = s;
+	}
+	pthread_mutex_unlock(&r->lock);
+}
+
+/* Asserts no check failed; prints the first bad snapshot otherwise. */
+static void
+inv_assert(struct inv_rec *r, const char *what)
+{
+	if (r->violations != 0)
+		print_message("%s: %ld of %ld snapshots (%ld with a queued "
+		    "task) broke the invariant; first: pool_size %zu max %zu "
+		    "idle %zu active %zu queued %zu\n", what, r->violations,
+		    r->checks, r->queued_seen, r->bad.pool_size,
+		    r->bad.max_size, r->bad.idle, r->bad.active,
+		    r->bad.queued);
+	assert_int_equal(r->violations, 0);
+	assert_true(r->checks > 0);
+}
+
+static void
+inv_hook(tpe_t *pool, tpe_fn fn, void *arg, void *ctx)
+{
+	(void)fn;
+	(void)arg;
+	inv_check(pool, ctx);
+}
+
+/* One submitter: submit, check, wait for the task, place the next submit. */
+struct s5_submitter {
+	pthread_t thread;
+	tpe_t *pool;
+	long iters;
+	sem_t sem;
+	struct inv_rec *inv;
+	int rc;        /* first tpe_execute error */
+	int stranded;  /* a task did not run within BOUND */
+};
+
+static void *
+s5_submit_loop(void *arg)
+{
+	struct s5_submitter *s = arg;
+	long i;
+
+	for (i = 0; i < s->iters; i++) {
+		int64_t until = tu_now_ns() + (i % 41) * 1000;
+
+		s->rc = tpe_execute(s->pool, signal_sem, &s->sem);
+		if (s->rc != 0)
+			break;
+		inv_check(s->pool, s->inv);
+		if (!timed_sem_wait(&s->sem)) {
+			s->stranded = 1;
+			break;
+		}
+		while (tu_now_ns() < until)
+			; /* place the next submit near the expiry */
+	}
+	return NULL;
+}
+
 static void
 test_scale_first_keep_alive_races_submit(void **state)
 {
 	const int64_t keep_alive = 20000; /* 20 us */
-	long i, n = iterations(100000);
+	long n = iterations(100000), per;
+	struct s5_submitter sub[2];
+	struct inv_rec inv;
 	struct tpe_stats s;
-	sem_t sem;
-	int core;
+	int core, nsub, i;
 
 	(void)state;
-	sem_init(&sem, 0, 0);
-	for (core = 0; core <= 1; core++) {
-		tpe_attr_t *a;
-		tpe_t *p;
+	for (nsub = 1; nsub <= 2; nsub++) {
+		/* n submits in all: a quarter per (submitters, core) pair. */
+		per = n / 4 / nsub > 0 ? n / 4 / nsub : 1;
+		for (core = 0; core <= 1; core++) {
+			tpe_attr_t *a;
+			tpe_t *p;
 
-		assert_int_equal(tpe_attr_create(&a), 0);
-		assert_int_equal(tpe_attr_set_pool_size(a, core, 2), 0);
-		assert_int_equal(tpe_attr_set_policy(a, TPE_POLICY_SCALE_FIRST), 0);
-		assert_int_equal(tpe_attr_set_keep_alive(a, keep_alive), 0);
-		assert_int_equal(tpe_attr_set_allow_core_timeout(a, true), 0);
-		assert_int_equal(tpe_create(&p, a), 0);
-		tpe_attr_destroy(a);
-		for (i = 0; i < n / 2; i++) {
-			int64_t until = tu_now_ns() + (i % 41) * 1000;
-
-			assert_int_equal(tpe_execute(p, signal_sem, &sem), 0);
-			timed_sem_wait_or_fail(&sem);
-			while (tu_now_ns() < until)
-				; /* place the next submit near the expiry */
+			inv_init(&inv);
+			assert_int_equal(tpe_attr_create(&a), 0);
+			assert_int_equal(tpe_attr_set_pool_size(a, core, 2), 0);
+			assert_int_equal(tpe_attr_set_policy(a,
+			    TPE_POLICY_SCALE_FIRST), 0);
+			assert_int_equal(tpe_attr_set_keep_alive(a, keep_alive),
+			    0);
+			assert_int_equal(tpe_attr_set_allow_core_timeout(a, true),
+			    0);
+			assert_int_equal(tpe_attr_set_task_hooks(a, inv_hook,
+			    inv_hook, &inv), 0);
+			assert_int_equal(tpe_create(&p, a), 0);
+			tpe_attr_destroy(a);
+			for (i = 0; i < nsub; i++) {
+				memset(&sub[i], 0, sizeof(sub[i]));
+				sub[i].pool = p;
+				sub[i].iters = per;
+				sub[i].inv = &inv;
+				sem_init(&sub[i].sem, 0, 0);
+			}
+			if (nsub == 2)
+				assert_int_equal(pthread_create(&sub[1].thread,
+				    NULL, s5_submit_loop, &sub[1]), 0);
+			s5_submit_loop(&sub[0]);
+			if (nsub == 2)
+				assert_int_equal(pthread_join(sub[1].thread,
+				    NULL), 0);
+			for (i = 0; i < nsub; i++) {
+				assert_int_equal(sub[i].rc, 0);
+				assert_int_equal(sub[i].stranded, 0);
+				sem_destroy(&sub[i].sem);
+			}
+			s = tu_stats(p);
+			assert_int_equal(s.submitted, (uint64_t)(per * nsub));
+			assert_int_equal(s.rejected, 0);
+			assert_true(s.largest_pool_size <= 2);
+			assert_int_equal(tpe_destroy(p), 0);
+			inv_assert(&inv, nsub == 1 ? "one submitter" :
+			    "two submitters");
+			pthread_mutex_destroy(&inv.lock);
 		}
-		s = tu_stats(p);
-		assert_int_equal(s.submitted, (uint64_t)(n / 2));
-		assert_true(s.largest_pool_size <= 2);
-		assert_int_equal(tpe_destroy(p), 0);
 	}
-	sem_destroy(&sem);
 }
 
 /*
- * S6: counter hygiene. Tasks leave the pool by remove, purge and a
- * discard-oldest drop; afterwards idle reuse still happens (no drifting
- * counter makes the pool over-spawn).
+ * S6: counter hygiene. Tasks leave the queue of a scale-first pool in every
+ * way other than running: a discard-oldest drop, tpe_remove, tpe_purge of
+ * cancelled futures. Afterwards, with max raised well above the pool size,
+ * idle reuse still happens: 4 blockers on 4 idle workers start no thread
+ * (a drifted queued or idle count would over-spawn, or leave a blocker
+ * waiting in the queue), and only a 5th starts one. Last, a shutdown-now
+ * drain hands the queue back in order and every count ends exact.
  */
 static void *
 ident(void *arg)
@@ -268,52 +413,203 @@ ident(void *arg)
 	return arg;
 }
 
+/* Records hand-backs (discard callback, drained callback). */
+#define LOG_MAX 16
+struct hb_log {
+	pthread_mutex_t lock;
+	int n;
+	tpe_fn fn[LOG_MAX];
+	void *arg[LOG_MAX];
+};
+
+static void
+log_init(struct hb_log *l)
+{
+	memset(l, 0, sizeof(*l));
+	pthread_mutex_init(&l->lock, NULL);
+}
+
+static void
+log_fn(tpe_fn fn, void *arg, void *ctx)
+{
+	struct hb_log *l = ctx;
+
+	pthread_mutex_lock(&l->lock);
+	if (l->n < LOG_MAX) {
+		l->fn[l->n] = fn;
+		l->arg[l->n] = arg;
+	}
+	l->n++;
+	pthread_mutex_unlock(&l->lock);
+}
+
+static int
+log_count(struct hb_log *l)
+{
+	int n;
+
+	pthread_mutex_lock(&l->lock);
+	n = l->n;
+	pthread_mutex_unlock(&l->lock);
+	return n;
+}
+
 static void
 test_scale_first_counters_stay_exact(void **state)
 {
-	struct tu_latch started, release, done;
-	struct tu_blocker b = { &started, &release, NULL, 0 };
-	struct tu_blocker quick = { NULL, NULL, &done, 0 };
+	struct tu_latch started1, release1, started2, started3, release2;
+	struct tu_blocker b1 = { &started1, &release1, NULL, 0 };
+	struct tu_blocker b2 = { &started2, &release2, NULL, 0 };
+	struct tu_blocker b3 = { &started3, &release2, NULL, 0 };
+	struct hb_log discards, drained;
 	tpe_future_t *f1, *f2;
+	struct tpe_stats s;
+	tpe_attr_t *a;
+	tpe_t *p;
 	size_t purged;
-	int x = 0;
+	void *res;
+	int x = 0, y = 0, z = 0, w = 0, i;
 
 	(void)state;
-	tu_latch_init(&started, 2);
-	tu_latch_init(&release, 1);
-	tu_latch_init(&done, 1);
-	tpe_t *p = scale_pool(1, 2, TPE_QUEUE_BOUNDED, 4, TU_S * 3600);
+	tu_latch_init(&started1, 4);
+	tu_latch_init(&release1, 1);
+	tu_latch_init(&started2, 4);
+	tu_latch_init(&started3, 1);
+	tu_latch_init(&release2, 1);
+	log_init(&discards);
+	log_init(&drained);
+	assert_int_equal(tpe_attr_create(&a), 0);
+	assert_int_equal(tpe_attr_set_pool_size(a, 1, 4), 0);
+	assert_int_equal(tpe_attr_set_queue(a, TPE_QUEUE_BOUNDED, 4), 0);
+	assert_int_equal(tpe_attr_set_policy(a, TPE_POLICY_SCALE_FIRST), 0);
+	assert_int_equal(tpe_attr_set_rejection(a, TPE_REJECT_DISCARD_OLDEST),
+	    0);
+	assert_int_equal(tpe_attr_set_discard_callback(a, log_fn, &discards),
+	    0);
+	assert_int_equal(tpe_attr_set_keep_alive(a, TU_S * 3600), 0);
+	assert_int_equal(tpe_create(&p, a), 0);
+	tpe_attr_destroy(a);
 
-	assert_int_equal(tpe_execute(p, tu_blocker_fn, &b), 0);
-	assert_int_equal(tpe_execute(p, tu_blocker_fn, &b), 0);
-	assert_true(tu_latch_wait_for(&started, BOUND));
-	/* At max: these queue. */
+	/* At max (4 running), then a full queue: x, f1, f2, y. */
+	for (i = 0; i < 4; i++)
+		assert_int_equal(tpe_execute(p, tu_blocker_fn, &b1), 0);
+	assert_true(tu_latch_wait_for(&started1, BOUND));
+	assert_int_equal(tu_stats(p).pool_size, 4);
 	assert_int_equal(tpe_execute(p, tu_count_fn, &x), 0);
 	assert_int_equal(tpe_submit(p, ident, &x, &f1), 0);
 	assert_int_equal(tpe_submit(p, ident, &x, &f2), 0);
+	assert_int_equal(tpe_execute(p, tu_count_fn, &y), 0);
+	s = tu_stats(p);
+	assert_int_equal(s.queued, 4);
+	assert_int_equal(s.rejected, 0);
+
+	/* Discard-oldest: z takes the slot of x, the head. */
+	assert_int_equal(tpe_execute(p, tu_count_fn, &z), 0);
+	assert_int_equal(log_count(&discards), 1);
+	assert_ptr_equal(discards.fn[0], tu_count_fn);
+	assert_ptr_equal(discards.arg[0], &x);
+	s = tu_stats(p);
+	assert_int_equal(s.queued, 4);
+	assert_int_equal(s.rejected, 1);
+	assert_int_equal(s.pool_size, 4);
+
+	/* remove y; purge the cancelled f1, f2: only z is left. */
+	assert_int_equal(tpe_remove(p, tu_count_fn, &y), 0);
 	assert_int_equal(tu_stats(p).queued, 3);
-	assert_int_equal(tpe_remove(p, tu_count_fn, &x), 0);
 	assert_int_equal(tpe_future_cancel(f1), 0);
 	assert_int_equal(tpe_future_cancel(f2), 0);
 	assert_int_equal(tpe_purge(p, &purged), 0);
 	assert_int_equal(purged, 2);
-	assert_int_equal(tu_stats(p).queued, 0);
-	tu_latch_count_down(&release);
-	assert_true(TU_EVENTUALLY(tu_stats(p).idle == 2, BOUND));
+	assert_int_equal(log_count(&discards), 3);
+	assert_null(discards.fn[1]);
+	assert_null(discards.fn[2]);
+	s = tu_stats(p);
+	assert_int_equal(s.queued, 1);
+	assert_int_equal(s.active, 4);
+	assert_int_equal(s.idle, 0);
 
-	/* Two idle workers: two more tasks start no thread. */
-	assert_int_equal(tpe_execute(p, tu_blocker_fn, &quick), 0);
-	assert_true(tu_latch_wait_for(&done, BOUND));
-	assert_int_equal(tu_stats(p).pool_size, 2);
-	assert_int_equal(tu_stats(p).largest_pool_size, 2);
+	/* z runs; then all four workers wait. */
+	tu_latch_count_down(&release1);
+	assert_true(TU_EVENTUALLY(tu_stats(p).idle == 4 &&
+	    tu_stats(p).completed == 5, BOUND));
+	s = tu_stats(p);
+	assert_int_equal(s.queued, 0);
+	assert_int_equal(s.active, 0);
+	assert_int_equal(s.pool_size, 4);
+	assert_int_equal(tu_load(&z), 1);
+
+	/* Room to over-spawn: max 8 with 4 idle workers. */
+	assert_int_equal(tpe_set_pool_size(p, 1, 8), 0);
+	s = tu_stats(p);
+	assert_int_equal(s.pool_size, 4);
+	assert_int_equal(s.max_size, 8);
+	for (i = 0; i < 4; i++)
+		assert_int_equal(tpe_execute(p, tu_blocker_fn, &b2), 0);
+	/* All four run at once, on the idle workers: no thread started. */
+	assert_true(tu_latch_wait_for(&started2, BOUND));
+	s = tu_stats(p);
+	assert_int_equal(s.pool_size, 4);
+	assert_int_equal(s.largest_pool_size, 4);
+	assert_int_equal(s.active, 4);
+	assert_int_equal(s.queued, 0);
+	/* The check is sharp: a 5th finds no idle worker and starts one. */
+	assert_int_equal(tpe_execute(p, tu_blocker_fn, &b3), 0);
+	assert_true(tu_latch_wait_for(&started3, BOUND));
+	s = tu_stats(p);
+	assert_int_equal(s.pool_size, 5);
+	assert_int_equal(s.largest_pool_size, 5);
+	assert_int_equal(s.queued, 0);
+
+	/* At max again (5): two tasks queue; shutdown-now hands them back. */
+	assert_int_equal(tpe_set_pool_size(p, 1, 5), 0);
+	assert_int_equal(tpe_execute(p, tu_count_fn, &w), 0);
+	assert_int_equal(tpe_execute(p, tu_count_fn, &w), 0);
+	assert_int_equal(tu_stats(p).queued, 2);
+	assert_int_equal(tpe_shutdown_now(p, log_fn, &drained), 0);
+	assert_int_equal(log_count(&drained), 2);
+	assert_ptr_equal(drained.fn[0], tu_count_fn);
+	assert_ptr_equal(drained.arg[0], &w);
+	assert_ptr_equal(drained.fn[1], tu_count_fn);
+	assert_ptr_equal(drained.arg[1], &w);
+	s = tu_stats(p);
+	assert_int_equal(s.queued, 0);
+	assert_int_equal(s.idle, 0);
+	assert_int_equal(s.active, 5);
+	assert_int_equal(s.pool_size, 5);
+
+	tu_latch_count_down(&release2);
+	assert_int_equal(tpe_await_termination(p, BOUND), 0);
+	s = tu_stats(p);
+	assert_int_equal(s.pool_size, 0);
+	assert_int_equal(s.active, 0);
+	assert_int_equal(s.idle, 0);
+	assert_int_equal(s.queued, 0);
+	assert_int_equal(s.largest_pool_size, 5);
+	/* 4 + x f1 f2 y z + 5 + 2 accepted; 4 + z + 5 ran; only z's
+	 * submission reached the rejection policy. */
+	assert_int_equal(s.submitted, 16);
+	assert_int_equal(s.completed, 10);
+	assert_int_equal(s.rejected, 1);
 	assert_int_equal(tu_load(&x), 0);
+	assert_int_equal(tu_load(&y), 0);
+	assert_int_equal(tu_load(&w), 0);
+	assert_int_equal(tu_load(&b1.ran), 4);
+	assert_int_equal(tu_load(&b2.ran), 4);
+	assert_int_equal(tu_load(&b3.ran), 1);
+	assert_int_equal(log_count(&discards), 3);
+	assert_int_equal(tpe_future_get(f1, 0, &res), ECANCELED);
+	assert_int_equal(tpe_future_get(f2, 0, &res), ECANCELED);
 
 	tpe_future_release(f1);
 	tpe_future_release(f2);
 	assert_int_equal(tpe_destroy(p), 0);
-	tu_latch_destroy(&started);
-	tu_latch_destroy(&release);
-	tu_latch_destroy(&done);
+	tu_latch_destroy(&started1);
+	tu_latch_destroy(&release1);
+	tu_latch_destroy(&started2);
+	tu_latch_destroy(&started3);
+	tu_latch_destroy(&release2);
+	pthread_mutex_destroy(&discards.lock);
+	pthread_mutex_destroy(&drained.lock);
 }
 
 /* S7: submissions racing shutdown / shutdown-now: exactly-once disposition. */
