@@ -2,12 +2,14 @@
 /*
  * test_lifecycle.c - shutdown, shutdown-now, termination, the terminated
  * hook, await_termination and destroy (Java behaviours 37-53, section E of
- * research/java_tpe.md).
+ * research/java_tpe.md), termination reached through tpe_remove/tpe_purge
+ * (item 63) and the monotonic completed count (item 60).
  *
  * Helper threads, tasks and hooks never call cmocka's assert macros (they
  * would longjmp across threads): they record what they saw and the test
  * thread asserts it afterwards.
  */
+#include <sched.h>
 #include <semaphore.h>
 #include <string.h>
 
@@ -1344,6 +1346,257 @@ test_lifecycle_shutdown_now_execute_race(void **state)
 	free(r.slots);
 }
 
+/* ---- remove / purge let a shut-down pool terminate (item 63) ---------- */
+
+/*
+ * Item 63 with tpe_remove: P(1,1) shut down while its only worker is
+ * blocked and two tasks are queued. Removing them does not terminate the
+ * pool (the worker still runs) and calls no callback; once the running
+ * task ends, the worker finds the queue empty and exits, the pool
+ * terminates, the removed tasks never ran and the hook ran once, on the
+ * worker.
+ */
+static void
+test_lifecycle_remove_empties_queue_then_terminates(void **state)
+{
+	struct tu_latch started, release;
+	struct tu_blocker b = { &started, &release, NULL, 0 };
+	int counts[2] = { 0 };
+	struct handback_log log;
+	struct hook_state h;
+	struct tpe_stats s;
+	tpe_attr_t *a;
+	tpe_t *pool;
+
+	(void)state;
+	memset(&h, 0, sizeof(h));
+	tu_latch_init(&started, 1);
+	tu_latch_init(&release, 1);
+	hb_init(&log, NULL);
+	a = attr_new(1, 1, TPE_QUEUE_BOUNDED, 10);
+	assert_int_equal(tpe_attr_set_terminated_hook(a, hook_fn, &h), 0);
+	assert_int_equal(tpe_attr_set_discard_callback(a, hb_fn, &log), 0);
+	pool = pool_from(a);
+	assert_int_equal(tpe_execute(pool, tu_blocker_fn, &b), 0);
+	tu_latch_wait(&started);
+	assert_int_equal(tpe_execute(pool, tu_count_fn, &counts[0]), 0);
+	assert_int_equal(tpe_execute(pool, tu_count_fn, &counts[1]), 0);
+	assert_int_equal(tpe_shutdown(pool), 0);
+	assert_int_equal(tu_stats(pool).queued, 2);
+
+	assert_int_equal(tpe_remove(pool, tu_count_fn, &counts[1]), 0);
+	assert_int_equal(tu_stats(pool).queued, 1);
+	assert_false(tpe_is_terminated(pool));
+	assert_int_equal(tpe_remove(pool, tu_count_fn, &counts[0]), 0);
+	assert_int_equal(tpe_remove(pool, tu_count_fn, &counts[0]), ENOENT);
+	/* Queue empty, but the worker still runs: not terminated yet. */
+	s = tu_stats(pool);
+	assert_int_equal(s.queued, 0);
+	assert_int_equal(s.pool_size, 1);
+	assert_int_equal(s.active, 1);
+	assert_false(tpe_is_terminated(pool));
+	assert_int_equal(tpe_await_termination(pool, 0), ETIMEDOUT);
+	assert_int_equal(__atomic_load_n(&h.calls, __ATOMIC_SEQ_CST), 0);
+	assert_int_equal(hb_count(&log), 0);
+
+	tu_latch_count_down(&release);
+	/* Bounded: a queue that did not really empty would hang here. */
+	assert_int_equal(tpe_await_termination(pool, 10 * TU_S), 0);
+	assert_true(tpe_is_terminated(pool));
+	assert_int_equal(__atomic_load_n(&h.calls, __ATOMIC_SEQ_CST), 1);
+	assert_false(pthread_equal(h.thread, pthread_self()));
+	assert_hook_saw_tidying(&h);
+	/* Removed tasks stay accepted but are not completed. */
+	assert_terminated(pool, 3, 1);
+	assert_int_equal(tu_load(&counts[0]), 0);
+	assert_int_equal(tu_load(&counts[1]), 0);
+	assert_int_equal(tu_load(&b.ran), 1);
+	assert_int_equal(hb_count(&log), 0);
+	assert_int_equal(tpe_destroy(pool), 0);
+	assert_int_equal(__atomic_load_n(&h.calls, __ATOMIC_SEQ_CST), 1);
+	tu_latch_destroy(&started);
+	tu_latch_destroy(&release);
+}
+
+/*
+ * Item 63 with tpe_purge: the same state, the queue holding two futures.
+ * Cancelling them leaves them queued (no termination); purging empties the
+ * queue and hands them to the discard callback (fn NULL); once the
+ * running task ends the pool terminates, the hook ran once, the futures
+ * stay cancelled and nothing counts them as completed.
+ */
+static void
+test_lifecycle_purge_empties_queue_then_terminates(void **state)
+{
+	struct tu_latch started, release;
+	struct tu_blocker b = { &started, &release, NULL, 0 };
+	int counts[2] = { 0 };
+	struct handback_log log;
+	struct hook_state h;
+	tpe_future_t *f[2];
+	struct tpe_stats s;
+	tpe_attr_t *a;
+	tpe_t *pool;
+	size_t purged;
+	void *res;
+	int i;
+
+	(void)state;
+	memset(&h, 0, sizeof(h));
+	tu_latch_init(&started, 1);
+	tu_latch_init(&release, 1);
+	hb_init(&log, NULL);
+	a = attr_new(1, 1, TPE_QUEUE_BOUNDED, 10);
+	assert_int_equal(tpe_attr_set_terminated_hook(a, hook_fn, &h), 0);
+	assert_int_equal(tpe_attr_set_discard_callback(a, hb_fn, &log), 0);
+	pool = pool_from(a);
+	log.pool = pool;
+	assert_int_equal(tpe_execute(pool, tu_blocker_fn, &b), 0);
+	tu_latch_wait(&started);
+	for (i = 0; i < 2; i++)
+		assert_int_equal(tpe_submit(pool, ret_arg_fn, &counts[i], &f[i]),
+		    0);
+	assert_int_equal(tpe_shutdown(pool), 0);
+
+	for (i = 0; i < 2; i++)
+		assert_int_equal(tpe_future_cancel(f[i]), 0);
+	/* Cancelled but not purged: still queued, so no termination. */
+	assert_int_equal(tu_stats(pool).queued, 2);
+	assert_false(tpe_is_terminated(pool));
+	assert_int_equal(hb_count(&log), 0);
+
+	purged = 0;
+	assert_int_equal(tpe_purge(pool, &purged), 0);
+	assert_int_equal(purged, 2);
+	assert_int_equal(hb_count(&log), 2);
+	for (i = 0; i < 2; i++) {
+		assert_null(log.fn[i]);
+		assert_true(log.shutdown_seen[i]);
+		assert_int_equal(log.stats_rc[i], 0);
+	}
+	assert_true((log.arg[0] == &counts[0] && log.arg[1] == &counts[1]) ||
+	    (log.arg[0] == &counts[1] && log.arg[1] == &counts[0]));
+	/* Queue empty, but the worker still runs: not terminated yet. */
+	s = tu_stats(pool);
+	assert_int_equal(s.queued, 0);
+	assert_int_equal(s.pool_size, 1);
+	assert_int_equal(s.active, 1);
+	assert_false(tpe_is_terminated(pool));
+	assert_int_equal(tpe_await_termination(pool, 0), ETIMEDOUT);
+	assert_int_equal(__atomic_load_n(&h.calls, __ATOMIC_SEQ_CST), 0);
+
+	tu_latch_count_down(&release);
+	/* Bounded: a queue that did not really empty would hang here. */
+	assert_int_equal(tpe_await_termination(pool, 10 * TU_S), 0);
+	assert_true(tpe_is_terminated(pool));
+	assert_int_equal(__atomic_load_n(&h.calls, __ATOMIC_SEQ_CST), 1);
+	assert_false(pthread_equal(h.thread, pthread_self()));
+	assert_hook_saw_tidying(&h);
+	assert_terminated(pool, 3, 1);
+	for (i = 0; i < 2; i++) {
+		assert_int_equal(tu_load(&counts[i]), 0);
+		assert_true(tpe_future_is_cancelled(f[i]));
+		assert_int_equal(tpe_future_get(f[i], 0, &res), ECANCELED);
+		tpe_future_release(f[i]);
+	}
+	assert_int_equal(hb_count(&log), 2);
+	assert_int_equal(tpe_destroy(pool), 0);
+	assert_int_equal(__atomic_load_n(&h.calls, __ATOMIC_SEQ_CST), 1);
+	tu_latch_destroy(&started);
+	tu_latch_destroy(&release);
+}
+
+/* ---- completed never decreases (item 60) ------------------------------ */
+
+/* Each task checks its own snapshot against the last one its thread saw. */
+struct mono {
+	int violations;  /* atomic: a snapshot went back or past submitted */
+	int ran;         /* atomic */
+	tpe_t *pool;
+};
+
+static __thread uint64_t mono_last;
+
+static void
+mono_task(void *arg)
+{
+	struct mono *m = arg;
+	struct tpe_stats s;
+
+	/* This task runs: it is submitted and not completed. */
+	if (tpe_get_stats(m->pool, &s) != 0 || s.completed < mono_last ||
+	    s.completed >= s.submitted)
+		__atomic_add_fetch(&m->violations, 1, __ATOMIC_SEQ_CST);
+	else
+		mono_last = s.completed;
+	__atomic_add_fetch(&m->ran, 1, __ATOMIC_SEQ_CST);
+}
+
+/* A snapshot from the test thread, checked against the previous one. */
+static struct tpe_stats
+mono_snap(tpe_t *pool, uint64_t *last)
+{
+	struct tpe_stats s = tu_stats(pool);
+
+	assert_true(s.completed >= *last);
+	assert_true(s.completed <= s.submitted);
+	*last = s.completed;
+	return s;
+}
+
+/*
+ * Item 60: completed never decreases. P(1,4,ABQ(16)) with a 1 ms keep-alive
+ * and core timeout, so workers start and exit all along (their counts must
+ * not get lost or counted twice): rounds of tasks, each submitted with a
+ * snapshot after it (EAGAIN is retried), each taking a snapshot itself;
+ * between rounds the pool drains to no thread while snapshots go on.
+ * Every thread's sequence of snapshots must be non-decreasing, also across
+ * shutdown and termination.
+ */
+static void
+test_lifecycle_completed_never_decreases(void **state)
+{
+	enum { ROUNDS = 4, PER_ROUND = 3000 };
+	struct mono m;
+	struct tpe_stats s;
+	uint64_t last = 0, total;
+	tpe_attr_t *a;
+	tpe_t *pool;
+	int round, i, rc;
+
+	(void)state;
+	memset(&m, 0, sizeof(m));
+	a = attr_new(1, 4, TPE_QUEUE_BOUNDED, 16);
+	assert_int_equal(tpe_attr_set_keep_alive(a, TU_MS), 0);
+	assert_int_equal(tpe_attr_set_allow_core_timeout(a, true), 0);
+	pool = pool_from(a);
+	m.pool = pool;
+	for (round = 0; round < ROUNDS; round++) {
+		for (i = 0; i < PER_ROUND; i++) {
+			while ((rc = tpe_execute(pool, mono_task, &m)) != 0) {
+				assert_int_equal(rc, EAGAIN);
+				mono_snap(pool, &last);
+				sched_yield();
+			}
+			mono_snap(pool, &last);
+		}
+		total = (uint64_t)(round + 1) * PER_ROUND;
+		/* Drains, then every worker times out: both "eventually". */
+		assert_true(TU_EVENTUALLY((s = mono_snap(pool, &last),
+		    s.completed == total && s.pool_size == 0), 10 * TU_S));
+	}
+	assert_int_equal(tpe_shutdown(pool), 0);
+	mono_snap(pool, &last);
+	assert_int_equal(tpe_await_termination(pool, 10 * TU_S), 0);
+	s = mono_snap(pool, &last);
+	assert_int_equal(s.completed, total);
+	assert_int_equal(s.submitted, total);
+	assert_true(s.largest_pool_size >= 1 && s.largest_pool_size <= 4);
+	assert_int_equal(tu_load(&m.ran), (int)total);
+	assert_int_equal(tu_load(&m.violations), 0);
+	assert_int_equal(tpe_destroy(pool), 0);
+}
+
 int
 main(void)
 {
@@ -1375,6 +1628,9 @@ main(void)
 		cmocka_unit_test(test_lifecycle_destroy_fresh_and_after_shutdown_now),
 		cmocka_unit_test(test_lifecycle_disposition_invariant_race),
 		cmocka_unit_test(test_lifecycle_shutdown_now_execute_race),
+		cmocka_unit_test(test_lifecycle_remove_empties_queue_then_terminates),
+		cmocka_unit_test(test_lifecycle_purge_empties_queue_then_terminates),
+		cmocka_unit_test(test_lifecycle_completed_never_decreases),
 	};
 
 	tu_time_bound(0);
