@@ -85,43 +85,45 @@ typedef int (*tpe__reject_fn)(tpe_t *pool, struct tpe__task *t, void *ctx);
  * A = atomic (written under L, read without); R = registry lock.
  */
 struct tpe {
+	/* Written by every worker on every task (under the lock). */
 	pthread_mutex_t lock;
+	size_t active;             /* L */
+	uint64_t completed;        /* L */
 	pthread_cond_t work_cond;  /* workers wait here for tasks / changes */
 	pthread_cond_t idle_cond;  /* tpe_wait_idle waiters */
 	pthread_cond_t term_cond;  /* tpe_await_termination waiters */
 
-	struct tpe_attr attr;      /* I: copy; live sizing fields below instead */
-	size_t core;               /* L, A: read by the lock-free offer */
 	size_t max;                /* L */
 	int64_t keep_alive_ns;     /* L */
 	bool allow_core_timeout;   /* L */
-
-	int state;                 /* L, A: enum tpe__state */
 	bool paused;               /* L */
 	unsigned config_gen;       /* L: bumped to make waiting workers re-check */
 
+	size_t nthreads;           /* L */
+	size_t largest;            /* L */
+	size_t idle_waiters;       /* L: threads in tpe_wait_idle */
+	size_t handing_back;       /* L: tpe_shutdown_now calls still delivering */
+	uint64_t rejected;         /* L */
+	unsigned long next_id;     /* L: thread name numbers */
+
+	struct tpe__worker *live;   /* L: started or starting workers */
+	struct tpe__worker *exited; /* L: exited workers not yet joined */
+
+	tpe_t *reg_prev, *reg_next; /* R: registry of pools for fork() */
+
+	/* Read by every lock-free submission and rarely written: a cache
+	 * line of its own, away from the per-task fields above. */
+	char pad0_[TPE__CACHE_LINE];
+	int state;                 /* L, A: enum tpe__state */
+	size_t wc;                 /* L, A: written with tpe__pool_set_wc_locked */
+	size_t core;               /* L, A: read by the lock-free offer */
 	struct tpe__queue *queue;  /* I; contents L */
 	tpe__reject_fn reject;     /* I */
 	void *reject_ctx;          /* I */
 	bool queued_grow_to_max;   /* I: start workers for queued tasks up to max */
 	void *policy_state;        /* I: owned by the policy */
 	void (*policy_free)(void *state); /* I */
-
-	size_t wc;                 /* L, A: written with tpe__pool_set_wc_locked */
-	size_t nthreads;           /* L */
-	size_t active;             /* L */
-	size_t largest;            /* L */
-	size_t idle_waiters;       /* L: threads in tpe_wait_idle */
-	size_t handing_back;       /* L: tpe_shutdown_now calls still delivering */
-	uint64_t completed;        /* L */
-	uint64_t rejected;         /* L */
-	unsigned long next_id;     /* L: thread name numbers */
-
-
-	struct tpe__worker *live;   /* L: started or starting workers */
-	struct tpe__worker *exited; /* L: exited workers not yet joined */
-
-	tpe_t *reg_prev, *reg_next; /* R: registry of pools for fork() */
+	struct tpe_attr attr;      /* I: copy; live sizing fields above instead */
 
 	/* Written by every submission, on a cache line of its own. */
 	char pad_[TPE__CACHE_LINE];

@@ -87,6 +87,9 @@ struct tpe__queue_ops {
 	/* Optional, without the lock: whether lock-free offers wait to join
 	 * the queue. A seq_cst load, pairing with offer_lockfree's push. */
 	bool (*pending)(const struct tpe__queue *q);
+	/* Optional: size() == 0 without the cost of size() (for the linked
+	 * queue: without absorbing the inbox). */
+	bool (*is_empty)(struct tpe__queue *q);
 };
 
 struct tpe__queue {
@@ -193,7 +196,8 @@ tpe__queue_force(struct tpe__queue *q, struct tpe__task *t)
 static inline bool
 tpe__queue_is_empty(struct tpe__queue *q)
 {
-	return q->ops->size(q) == 0;
+	return q->ops->is_empty != NULL ? q->ops->is_empty(q) :
+	    q->ops->size(q) == 0;
 }
 
 #endif /* TPE_QUEUE_H */

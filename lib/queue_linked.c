@@ -13,8 +13,9 @@
  * take were pushed after every node of the previous take.
  *
  * Every operation that looks at the contents under the lock (poll when the
- * list is empty, size, remove_if) absorbs first, so no decision made under
- * the lock misses a node whose push came before it. The push is seq_cst and
+ * list is empty, size, remove_if) absorbs first, and is_empty looks at the
+ * inbox too, so no decision made under the lock misses a node whose push
+ * came before it. The push is seq_cst and
  * linked_pending is a seq_cst load: the Dekker pairs queue.h describes.
  */
 #include <errno.h>
@@ -71,6 +72,16 @@ linked_pending(const struct tpe__queue *q)
 	return __atomic_load_n(&lq->inbox, __ATOMIC_SEQ_CST) != NULL;
 }
 
+/* Empty without absorbing: the lock holder's list, then the inbox with
+ * linked_pending's seq_cst load (the Dekker pairs of queue.h). L held. */
+static bool
+linked_is_empty(struct tpe__queue *q)
+{
+	const struct tpe__queue_linked *lq = (const struct tpe__queue_linked *)q;
+
+	return lq->list.head == NULL && !linked_pending(q);
+}
+
 static size_t
 linked_remaining(const struct tpe__queue *q)
 {
@@ -88,6 +99,7 @@ static const struct tpe__queue_ops linked_ops = {
 	.destroy = tpe__linked_destroy,
 	.offer_lockfree = linked_offer_lockfree,
 	.pending = linked_pending,
+	.is_empty = linked_is_empty,
 };
 
 int
