@@ -264,7 +264,6 @@ accepted_locked(tpe_t *pool, struct tpe__task *t, bool *signal)
 	return ensure_taker_locked(pool, t, signal);
 }
 
-
 int
 tpe__pool_replace_oldest(tpe_t *pool, struct tpe__task *t,
     struct tpe__task **victim)
@@ -434,9 +433,11 @@ tpe__pool_requeue(tpe_t *pool, struct tpe__task *t,
 
 /*
  * Java's execute(): 1. below core, a new worker for t; 2. the queue;
- * 3. below max, a new worker for t; 4. the rejection policy. Everything is
- * decided under pool->lock, so the shutdown re-check of Java's step 2 is
- * the state test made before the offer under the same lock.
+ * 3. below max, a new worker for t; 4. the rejection policy. Step 2 for a
+ * queue with lock-free offers goes through dispatch_lockfree, which makes
+ * Java's re-checks after its push; everything else is decided under
+ * pool->lock, where the shutdown re-check of Java's step 2 is the state
+ * test made before the offer under the same lock.
  * 0: the pool (or the policy) took t; else the caller keeps t.
  */
 static int
