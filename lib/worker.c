@@ -187,6 +187,14 @@ notify_idle_locked(tpe_t *pool)
 		tpe__cond_broadcast(&pool->idle_cond);
 }
 
+/* largest_pool_size: counts a worker once its thread exists. L held. */
+static void
+note_largest_locked(tpe_t *pool)
+{
+	if (pool->wc > pool->largest)
+		pool->largest = pool->wc;
+}
+
 static void *
 worker_main(void *arg)
 {
@@ -204,6 +212,9 @@ worker_main(void *arg)
 		a->on_start(pool, a->thread_hook_ctx);
 
 	tpe__mutex_lock(&pool->lock);
+	/* Before the first task: a snapshot taken by that task counts this
+	 * thread, whether or not its creator has re-taken the lock yet. */
+	note_largest_locked(pool);
 	t = w->first;
 	w->first = NULL;
 	for (;;) {
@@ -303,8 +314,7 @@ tpe__worker_start_locked(tpe_t *pool, struct tpe__task *first)
 	tpe__mutex_lock(&pool->lock);
 	if (rc == 0) {
 		/* Counted once it exists: a failed start never shows. */
-		if (pool->wc > pool->largest)
-			pool->largest = pool->wc;
+		note_largest_locked(pool);
 		return 0;
 	}
 	if (w != NULL) {

@@ -1444,7 +1444,10 @@ test_execute_lockfree_offer_keeps_order(void **state)
 	assert_int_equal(order_log[4], 5);
 
 	/* Queued behind a blocked worker again, then handed back in order. */
+	tu_latch_destroy(&started);
+	tu_latch_destroy(&release);
 	tu_latch_init(&started, 1);
+	tu_latch_init(&release, 1);
 	b.ran = 0;
 	assert_int_equal(tpe_execute(p, tu_blocker_fn, &b), 0);
 	tu_latch_wait(&started);
