@@ -29,7 +29,9 @@ load_state(const tpe_t *pool)
 static void
 set_state_locked(tpe_t *pool, int state)
 {
-	__atomic_store_n(&pool->state, state, __ATOMIC_RELEASE);
+	/* seq_cst: pairs with the lock-free offer's load of state after its
+	 * push (pool.h); release for load_state() readers. */
+	__atomic_store_n(&pool->state, state, __ATOMIC_SEQ_CST);
 }
 
 /* Idle workers re-check state and configuration (Java's interruptIdleWorkers). */
@@ -58,7 +60,8 @@ tpe__task_free(struct tpe__task *t)
 
 /* A node for a new task (node.c: no lock, rarely malloc); NULL: ENOMEM. */
 static struct tpe__task *
-node_new(tpe_t *pool, tpe_fn fn, void *arg, struct tpe_future *f)
+node_new(tpe_t *pool, tpe_fn fn, void *arg, struct tpe_future *f,
+    const void *owner)
 {
 	struct tpe__task *t = tpe__node_get(&pool->returns);
 
@@ -67,6 +70,7 @@ node_new(tpe_t *pool, tpe_fn fn, void *arg, struct tpe_future *f)
 		t->fn = fn;
 		t->arg = arg;
 		t->future = f;
+		t->owner = owner;
 	}
 	return t;
 }
@@ -215,18 +219,35 @@ tpe_create(tpe_t **poolp, const tpe_attr_t *attr)
 
 /* ---- execute ---------------------------------------------------------- */
 
+struct owned_node {
+	const struct tpe__task *t;
+	const void *owner;
+};
+
+static bool
+match_owned(const struct tpe__task *t, void *ctx)
+{
+	const struct owned_node *k = ctx;
+
+	return t == k->t && t->owner == k->owner;
+}
+
 /*
- * Takes t back out of the queue, uncounted, if it is still there: true
- * when it was (the caller keeps it), false when a worker took it or
- * tpe_shutdown_now handed it back. L held.
+ * Takes the task the caller submitted as node t with token `owner` back out
+ * of the queue, uncounted, if it is still there: true when it was (the
+ * caller keeps it), false when a worker took it or tpe_shutdown_now handed
+ * it back. The token, not the address alone: the node may have run and
+ * been reused for another task since the caller last held the lock
+ * (task.h). L held.
  */
 static bool
-take_back_locked(tpe_t *pool, struct tpe__task *t)
+take_back_locked(tpe_t *pool, struct tpe__task *t, const void *owner)
 {
+	struct owned_node k = { t, owner };
 	struct tpe__task_list out;
 
 	tpe__task_list_init(&out);
-	if (pool->queue->ops->remove_if(pool->queue, tpe__task_is, t, 1,
+	if (pool->queue->ops->remove_if(pool->queue, match_owned, &k, 1,
 	    &out) == 0)
 		return false;
 	tpe__pool_count_submitted(pool, -1);
@@ -240,7 +261,8 @@ take_back_locked(tpe_t *pool, struct tpe__task *t)
  * alive and t could be taken back out of the queue (then the caller keeps t).
  */
 static int
-ensure_taker_locked(tpe_t *pool, struct tpe__task *t, bool *signal)
+ensure_taker_locked(tpe_t *pool, struct tpe__task *t, const void *owner,
+    bool *signal)
 {
 	int rc;
 
@@ -252,16 +274,17 @@ ensure_taker_locked(tpe_t *pool, struct tpe__task *t, bool *signal)
 	if (rc == 0 || pool->wc > 0)
 		return 0;
 	/* Samba's rule: nobody can run it, so do not keep it. */
-	return take_back_locked(pool, t) ? rc : 0;
+	return take_back_locked(pool, t, owner) ? rc : 0;
 }
 
-/* After an offer under the lock succeeded: count it, then as above. */
+/* After an offer under the lock succeeded: count it, then as above. The
+ * lock has been held since the offer, so t is still the caller's task. */
 static int
 accepted_locked(tpe_t *pool, struct tpe__task *t, bool *signal)
 {
 	tpe__pool_count_submitted(pool, 1);
 	tpe__queue_offered(pool->queue);
-	return ensure_taker_locked(pool, t, signal);
+	return ensure_taker_locked(pool, t, t->owner, signal);
 }
 
 int
@@ -343,14 +366,14 @@ step_start_locked(tpe_t *pool, struct tpe__task *t, size_t limit, int *rc)
  * keeps it; or ensure_taker_locked's error.
  */
 static int
-settle_lockfree(tpe_t *pool, struct tpe__task *t)
+settle_lockfree(tpe_t *pool, struct tpe__task *t, const void *owner)
 {
 	bool signal = false;
 	int rc = 0;
 
 	tpe__mutex_lock(&pool->lock);
 	if (pool->state != TPE__RUNNING) {
-		if (take_back_locked(pool, t)) {
+		if (take_back_locked(pool, t, owner)) {
 			free(t);
 			rc = ECANCELED;
 		}
@@ -358,7 +381,7 @@ settle_lockfree(tpe_t *pool, struct tpe__task *t)
 		unlock_and_terminate(pool);
 		return rc;
 	}
-	rc = ensure_taker_locked(pool, t, &signal);
+	rc = ensure_taker_locked(pool, t, owner, &signal);
 	if (rc != 0)
 		free(t);
 	tpe__mutex_unlock(&pool->lock);
@@ -374,7 +397,7 @@ settle_lockfree(tpe_t *pool, struct tpe__task *t)
  */
 static bool
 dispatch_lockfree(tpe_t *pool, tpe_fn fn, void *arg, struct tpe_future *f,
-    int *rc)
+    const void *owner, int *rc)
 {
 	struct tpe__queue *q = pool->queue;
 	struct tpe__task *t;
@@ -387,7 +410,7 @@ dispatch_lockfree(tpe_t *pool, tpe_fn fn, void *arg, struct tpe_future *f,
 	if (wc == 0 || wc < __atomic_load_n(&pool->core, __ATOMIC_RELAXED) ||
 	    load_state(pool) != TPE__RUNNING)
 		return false;
-	t = node_new(pool, fn, arg, f);
+	t = node_new(pool, fn, arg, f, owner);
 	if (t == NULL) {
 		*rc = ENOMEM;
 		return true;
@@ -404,7 +427,7 @@ dispatch_lockfree(tpe_t *pool, tpe_fn fn, void *arg, struct tpe_future *f,
 	    !(first && tpe__queue_sleeper_needed(q)))
 		*rc = 0;
 	else
-		*rc = settle_lockfree(pool, t);
+		*rc = settle_lockfree(pool, t, owner);
 	return true;
 }
 
@@ -446,13 +469,14 @@ dispatch(tpe_t *pool, tpe_fn fn, void *arg, struct tpe_future *f)
 	struct tpe__queue *q = pool->queue;
 	struct tpe__task *t;
 	bool signal = false;
+	char token; /* this call's owner token (task.h) */
 	int rc;
 
-	if (dispatch_lockfree(pool, fn, arg, f, &rc))
+	if (dispatch_lockfree(pool, fn, arg, f, &token, &rc))
 		return rc;
 	if (load_state(pool) != TPE__RUNNING)
 		return ECANCELED;
-	t = node_new(pool, fn, arg, f);
+	t = node_new(pool, fn, arg, f, &token);
 	if (t == NULL)
 		return ENOMEM;
 	tpe__mutex_lock(&pool->lock);
@@ -850,12 +874,6 @@ match_fn_arg(const struct tpe__task *t, void *ctx)
 	const struct match_fn_arg *m = ctx;
 
 	return t->future == NULL && t->fn == m->fn && t->arg == m->arg;
-}
-
-bool
-tpe__task_is(const struct tpe__task *t, void *ctx)
-{
-	return t == ctx;
 }
 
 static bool

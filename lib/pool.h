@@ -185,8 +185,6 @@ int tpe__pool_replace_oldest(tpe_t *pool, struct tpe__task *t,
 
 void tpe__pool_count_rejected(tpe_t *pool);
 
-/* A tpe__task_match_fn that matches the node `ctx` itself. */
-bool tpe__task_is(const struct tpe__task *t, void *ctx);
 
 /* In the child of fork(), with pool->lock held by this thread (copied from
  * the parent); leaves it initialised afresh, unlocked. */

@@ -21,6 +21,12 @@ struct tpe__task {
 	tpe_fn fn;                  /* the user's task; NULL when future != NULL */
 	void *arg;                  /* the user's argument (callable's, for futures) */
 	struct tpe_future *future;  /* set for tpe_submit tasks (holds a reference) */
+	/* The submitting call's token (the address of a local of that call,
+	 * unique among calls in progress): once the node is in the queue and
+	 * the lock was dropped, it may have run and been reused for another
+	 * task, so taking "this task" back must match the token too, not the
+	 * node's address alone (pool.c, take_back_locked). */
+	const void *owner;
 };
 
 /* A singly linked FIFO of nodes, for lists handed between modules. */
