@@ -44,15 +44,23 @@ static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
 static bool cache_key_ok; /* written once under cache_once */
 
 static void
+free_list(struct tpe__task *t)
+{
+	while (t != NULL) {
+		struct tpe__task *next = t->next;
+
+		free(t);
+		t = next;
+	}
+}
+
+static void
 cache_free(void *arg)
 {
 	struct node_cache *c = arg;
-	struct tpe__task *t;
 
-	while ((t = c->head) != NULL) {
-		c->head = t->next;
-		free(t);
-	}
+	free_list(c->head);
+	c->head = NULL;
 	c->registered = false;
 }
 
@@ -78,12 +86,8 @@ cache_usable(void)
 void
 tpe__node_cache_flush(void)
 {
-	struct tpe__task *t;
-
-	while ((t = cache.head) != NULL) {
-		cache.head = t->next;
-		free(t);
-	}
+	free_list(cache.head);
+	cache.head = NULL;
 }
 
 struct tpe__task *
@@ -125,14 +129,6 @@ tpe__node_put(struct tpe__node_returns *r, struct tpe__task *t)
 void
 tpe__node_returns_free(struct tpe__node_returns *r)
 {
-	struct tpe__task *t = __atomic_exchange_n(&r->head, NULL,
-	    __ATOMIC_ACQUIRE);
-
-	while (t != NULL) {
-		struct tpe__task *next = t->next;
-
-		free(t);
-		t = next;
-	}
+	free_list(__atomic_exchange_n(&r->head, NULL, __ATOMIC_ACQUIRE));
 	r->count = 0;
 }

@@ -374,7 +374,7 @@ settle_lockfree(tpe_t *pool, struct tpe__task *t, const void *owner)
 	tpe__mutex_lock(&pool->lock);
 	if (pool->state != TPE__RUNNING) {
 		if (take_back_locked(pool, t, owner)) {
-			free(t);
+			tpe__task_free(t);
 			rc = ECANCELED;
 		}
 		/* Its removal may be what termination waited for. */
@@ -383,7 +383,7 @@ settle_lockfree(tpe_t *pool, struct tpe__task *t, const void *owner)
 	}
 	rc = ensure_taker_locked(pool, t, owner, &signal);
 	if (rc != 0)
-		free(t);
+		tpe__task_free(t);
 	tpe__mutex_unlock(&pool->lock);
 	if (signal)
 		tpe__cond_signal(&pool->work_cond);
