@@ -21,7 +21,7 @@ tpe__future_create(struct tpe_future **fp, tpe_call_fn fn, void *arg)
 	f->fn = fn;
 	f->arg = arg;
 	f->refs = 2;
-	f->fork_gen = __atomic_load_n(&tpe__fork_generation, __ATOMIC_RELAXED);
+	f->fork_gen = tpe__fork_gen();
 	*fp = f;
 	return 0;
 }
@@ -32,8 +32,7 @@ tpe__future_unref(struct tpe_future *f)
 	/* acq_rel: the last owner sees every write of the other owner. */
 	if (__atomic_sub_fetch(&f->refs, 1, __ATOMIC_ACQ_REL) != 0)
 		return;
-	if (f->fork_gen ==
-	    __atomic_load_n(&tpe__fork_generation, __ATOMIC_RELAXED)) {
+	if (!tpe__forked_since(f->fork_gen)) {
 		tpe__cond_destroy(&f->cond);
 		tpe__mutex_destroy(&f->lock);
 	}
@@ -47,7 +46,7 @@ set_state_locked(struct tpe_future *f, int state)
 	__atomic_store_n(&f->state, state, __ATOMIC_RELEASE);
 }
 
-bool
+enum tpe__future_run_result
 tpe__future_run(struct tpe_future *f)
 {
 	void *result;
@@ -55,19 +54,21 @@ tpe__future_run(struct tpe_future *f)
 	tpe__mutex_lock(&f->lock);
 	if (f->state != TPE__F_NEW) {
 		tpe__mutex_unlock(&f->lock);
-		return false;
+		return TPE__NOT_RUN;
 	}
 	set_state_locked(f, TPE__F_RUNNING);
 	tpe__mutex_unlock(&f->lock);
 
 	result = f->fn(f->arg);
+	if (tpe__forked_since(f->fork_gen))
+		return TPE__FORKED;
 
 	tpe__mutex_lock(&f->lock);
 	f->result = result;
 	set_state_locked(f, TPE__F_DONE);
 	tpe__cond_broadcast(&f->cond);
 	tpe__mutex_unlock(&f->lock);
-	return true;
+	return TPE__RAN;
 }
 
 bool

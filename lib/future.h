@@ -47,8 +47,24 @@ struct tpe_future {
 int tpe__future_create(struct tpe_future **f, tpe_call_fn fn, void *arg);
 void tpe__future_unref(struct tpe_future *f);
 
-/* Runs the callable unless the future was cancelled; true if it ran. */
-bool tpe__future_run(struct tpe_future *f);
+enum tpe__future_run_result {
+	TPE__RAN,      /* the callable ran; the future is DONE */
+	TPE__NOT_RUN,  /* it was cancelled before it could start */
+	TPE__FORKED    /* the callable forked and this is the child: the
+			* future was left as it was (a parent thread may
+			* hold its lock), and must not be touched */
+};
+
+/* Runs the callable unless the future was cancelled. */
+enum tpe__future_run_result tpe__future_run(struct tpe_future *f);
+
+/* Whether f is still NEW (neither started nor cancelled). Any thread. */
+static inline bool
+tpe__future_is_new(const struct tpe_future *f)
+{
+	/* Pairs with the release store of a state change (future.c). */
+	return __atomic_load_n(&f->state, __ATOMIC_ACQUIRE) == TPE__F_NEW;
+}
 
 /* NEW -> CANCELLED; true if this call (or an earlier one) cancelled it. */
 bool tpe__future_cancel(struct tpe_future *f);

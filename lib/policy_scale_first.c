@@ -4,8 +4,13 @@
  *
  * Design notes
  * ------------
- * The seed design (Tomcat's TaskQueue, Dubbo's eager pool), rebuilt so that
- * its known races cannot happen (research/java_tpe.md §c):
+ * The design of Tomcat's TaskQueue and Dubbo's eager pool, rebuilt so that
+ * their known races cannot happen. Both decide "is a worker idle, so may I
+ * queue" in the submitter and "may I time out" in the worker from
+ * different, unsynchronised counters (Tomcat: the pool's active count and
+ * a submitted-task count; Dubbo: the pool size), so a task can be queued
+ * for a worker that is leaving and wait for the next submission, or a
+ * leaked count can stop the pool from growing. Here:
  *
  *   1. A queue decorator whose offer succeeds only when a waiting worker is
  *      not yet claimed: takers > queued. tpe_execute's step 2 then fails
@@ -21,14 +26,16 @@
  *      "at max" may be stale by then (a worker timed out and left while
  *      the lock was dropped), so it offers to an idle worker or starts a
  *      worker below max before it forces; and it re-checks the state, so
- *      nothing is forced into a shut-down pool (Tomcat's risk 3).
+ *      nothing is forced into a shut-down pool (Tomcat's forced offer
+ *      could queue a task behind a shutdown, where no worker would run it).
  *
  * Why the races are gone: the submitter's "is a worker idle" (takers, read
  * in offer) and the worker's "may I time out" (get_task) are both decided
  * under pool->lock, and a worker polls the queue before it may exit, so a
  * task offered to a waiting worker is taken by it or by another worker,
  * never stranded (Tomcat BZ 65454, Elasticsearch #124667, Pinot #13360).
- * There is no submitted-task counter to leak (Dubbo #6496, Tomcat risk 2).
+ * There is no submitted-task counter to leak (Dubbo #6496; Tomcat's count
+ * leaked when a task failed before it ran, and the pool stopped growing).
  *
  * Invariant: a task is queued only while a waiting worker is claimed for it
  * (takers > queued before the offer), or after step 3 failed (the pool at
@@ -84,6 +91,12 @@ scaling_poll(struct tpe__queue *q)
 	return in->ops->poll(in);
 }
 
+static struct tpe__task *
+scaling_drop_oldest(struct tpe__queue *q)
+{
+	return tpe__queue_drop_oldest(inner_of(q));
+}
+
 static size_t
 scaling_size(struct tpe__queue *q)
 {
@@ -127,6 +140,7 @@ static const struct tpe__queue_ops scaling_ops = {
 	.remaining = scaling_remaining,
 	.remove_if = scaling_remove_if,
 	.destroy = scaling_destroy,
+	.drop_oldest = scaling_drop_oldest,
 };
 
 static int

@@ -12,6 +12,7 @@
 #include "policy.h"
 #include "pool.h"
 #include "registry.h"
+#include "task.h"
 #include "rejection.h"
 #include "sync.h"
 #include "worker.h"
@@ -40,82 +41,6 @@ wake_workers_locked(tpe_t *pool)
 {
 	pool->config_gen++;
 	tpe__cond_broadcast(&pool->work_cond);
-}
-
-static void
-notify_idle_locked(tpe_t *pool)
-{
-	if (pool->idle_waiters > 0 && pool->active == 0 &&
-	    tpe__queue_is_empty(pool->queue))
-		tpe__cond_broadcast(&pool->idle_cond);
-}
-
-/* ---- task nodes ------------------------------------------------------- */
-
-void
-tpe__task_free(struct tpe__task *t)
-{
-	free(t);
-}
-
-/* A node for a new task (node.c: no lock, rarely malloc); NULL: ENOMEM. */
-static struct tpe__task *
-node_new(tpe_t *pool, tpe_fn fn, void *arg, struct tpe_future *f,
-    const void *owner)
-{
-	struct tpe__task *t = tpe__node_get(&pool->returns);
-
-	if (t != NULL) {
-		t->next = NULL;
-		t->fn = fn;
-		t->arg = arg;
-		t->future = f;
-		t->owner = owner;
-	}
-	return t;
-}
-
-void
-tpe__task_hand_back(struct tpe__task *t, tpe_handback_fn cb, void *ctx)
-{
-	struct tpe_future *f = t->future;
-
-	if (f != NULL) {
-		tpe__future_cancel(f);
-		if (cb != NULL)
-			cb(NULL, f->arg, ctx);
-		tpe__future_unref(f);
-	} else if (cb != NULL) {
-		cb(t->fn, t->arg, ctx);
-	}
-	free(t);
-}
-
-void
-tpe__pool_discard(tpe_t *pool, struct tpe__task *t)
-{
-	tpe__task_hand_back(t, pool->attr.discard, pool->attr.discard_ctx);
-}
-
-void
-tpe__task_run_inline(struct tpe__task *t)
-{
-	if (t->future != NULL) {
-		tpe__future_run(t->future);
-		tpe__future_unref(t->future);
-	} else {
-		t->fn(t->arg);
-	}
-	free(t);
-}
-
-static void
-hand_back_list(struct tpe__task_list *l, tpe_handback_fn cb, void *ctx)
-{
-	struct tpe__task *t;
-
-	while ((t = tpe__task_list_pop(l)) != NULL)
-		tpe__task_hand_back(t, cb, ctx);
 }
 
 static bool
@@ -148,10 +73,13 @@ void
 tpe__pool_finish_termination(tpe_t *pool)
 {
 	tpe_t *outer = tpe__tls_hook_pool;
+	unsigned gen = tpe__fork_gen();
 
 	if (pool->attr.terminated != NULL) {
 		tpe__tls_hook_pool = pool;
 		pool->attr.terminated(pool, pool->attr.terminated_ctx);
+		if (tpe__forked_since(gen))
+			return; /* the child's pool is terminated already */
 		tpe__tls_hook_pool = outer;
 	}
 	tpe__mutex_lock(&pool->lock);
@@ -251,7 +179,7 @@ take_back_locked(tpe_t *pool, struct tpe__task *t, const void *owner)
 	    &out) == 0)
 		return false;
 	tpe__pool_count_submitted(pool, -1);
-	notify_idle_locked(pool);
+	tpe__pool_notify_idle_locked(pool);
 	return true;
 }
 
@@ -299,7 +227,7 @@ tpe__pool_replace_oldest(tpe_t *pool, struct tpe__task *t,
 	tpe__mutex_lock(&pool->lock);
 	if (pool->state != TPE__RUNNING) {
 		rc = ECANCELED;
-	} else if ((*victim = q->ops->poll(q)) == NULL) {
+	} else if ((*victim = tpe__queue_drop_oldest(q)) == NULL) {
 		rc = EAGAIN;
 	} else if ((rc = tpe__queue_force(q, t)) == 0) {
 		/* Forced: the slot just freed is this task's, whatever policy
@@ -374,7 +302,7 @@ settle_lockfree(tpe_t *pool, struct tpe__task *t, const void *owner)
 	tpe__mutex_lock(&pool->lock);
 	if (pool->state != TPE__RUNNING) {
 		if (take_back_locked(pool, t, owner)) {
-			tpe__task_free(t);
+			tpe__task_free(pool, t);
 			rc = ECANCELED;
 		}
 		/* Its removal may be what termination waited for. */
@@ -383,7 +311,7 @@ settle_lockfree(tpe_t *pool, struct tpe__task *t, const void *owner)
 	}
 	rc = ensure_taker_locked(pool, t, owner, &signal);
 	if (rc != 0)
-		tpe__task_free(t);
+		tpe__task_free(pool, t);
 	tpe__mutex_unlock(&pool->lock);
 	if (signal)
 		tpe__cond_signal(&pool->work_cond);
@@ -410,7 +338,7 @@ dispatch_lockfree(tpe_t *pool, tpe_fn fn, void *arg, struct tpe_future *f,
 	if (wc == 0 || wc < __atomic_load_n(&pool->core, __ATOMIC_RELAXED) ||
 	    load_state(pool) != TPE__RUNNING)
 		return false;
-	t = node_new(pool, fn, arg, f, owner);
+	t = tpe__task_new(pool, fn, arg, f, owner);
 	if (t == NULL) {
 		*rc = ENOMEM;
 		return true;
@@ -469,20 +397,20 @@ dispatch(tpe_t *pool, tpe_fn fn, void *arg, struct tpe_future *f)
 	struct tpe__queue *q = pool->queue;
 	struct tpe__task *t;
 	bool signal = false;
-	char token; /* this call's owner token (task.h) */
+	char token = 0; /* this call's owner token: its address (task.h) */
 	int rc;
 
 	if (dispatch_lockfree(pool, fn, arg, f, &token, &rc))
 		return rc;
 	if (load_state(pool) != TPE__RUNNING)
 		return ECANCELED;
-	t = node_new(pool, fn, arg, f, &token);
+	t = tpe__task_new(pool, fn, arg, f, &token);
 	if (t == NULL)
 		return ENOMEM;
 	tpe__mutex_lock(&pool->lock);
 	if (pool->state != TPE__RUNNING) {
 		tpe__mutex_unlock(&pool->lock);
-		tpe__task_free(t);
+		tpe__task_free(pool, t);
 		return ECANCELED;
 	}
 	if (step_start_locked(pool, t, pool->core, &rc))
@@ -496,12 +424,12 @@ dispatch(tpe_t *pool, tpe_fn fn, void *arg, struct tpe_future *f)
 	tpe__mutex_unlock(&pool->lock);
 	rc = pool->reject(pool, t, pool->reject_ctx);
 	if (rc != 0)
-		tpe__task_free(t);
+		tpe__task_free(pool, t);
 	return rc;
 
 decided:
 	if (rc != 0)
-		tpe__node_put(&pool->returns, t);
+		tpe__task_free(pool, t);
 	tpe__mutex_unlock(&pool->lock);
 	if (signal)
 		tpe__cond_signal(&pool->work_cond);
@@ -524,6 +452,10 @@ tpe_submit(tpe_t *pool, tpe_call_fn fn, void *arg, tpe_future_t **future)
 
 	if (pool == NULL || fn == NULL || future == NULL)
 		return EINVAL;
+	/* Refused for shutdown before anything is allocated: a shut-down
+	 * pool says ECANCELED even when memory is short. */
+	if (load_state(pool) != TPE__RUNNING)
+		return ECANCELED;
 	rc = tpe__future_create(&f, fn, arg);
 	if (rc != 0)
 		return rc;
@@ -578,7 +510,8 @@ tpe_shutdown(tpe_t *pool)
 
 		pool->handing_back++;
 		tpe__mutex_unlock(&pool->lock);
-		hand_back_list(&orphans, cb, ctx);
+		if (!tpe__task_hand_back_list(pool, &orphans, cb, ctx))
+			return 0; /* forked in cb: the child's pool is done */
 		tpe__mutex_lock(&pool->lock);
 		pool->handing_back--;
 	}
@@ -609,9 +542,10 @@ tpe_shutdown_now(tpe_t *pool, tpe_handback_fn drained, void *ctx)
 	if (out.count > 0) {
 		/* Termination waits until every task is handed back. */
 		pool->handing_back++;
-		notify_idle_locked(pool);
+		tpe__pool_notify_idle_locked(pool);
 		tpe__mutex_unlock(&pool->lock);
-		hand_back_list(&out, drained, ctx);
+		if (!tpe__task_hand_back_list(pool, &out, drained, ctx))
+			return 0; /* forked in drained: see tpe_shutdown */
 		tpe__mutex_lock(&pool->lock);
 		pool->handing_back--;
 	}
@@ -837,7 +771,7 @@ tpe_set_allow_core_timeout(tpe_t *pool, bool allow)
 int
 tpe_prestart_core_threads(tpe_t *pool, size_t *started)
 {
-	size_t n = 0;
+	size_t n = 0, k;
 	int rc = 0;
 
 	if (started != NULL)
@@ -845,12 +779,15 @@ tpe_prestart_core_threads(tpe_t *pool, size_t *started)
 	if (pool == NULL)
 		return EINVAL;
 	tpe__mutex_lock(&pool->lock);
-	while (rc == 0 && pool->wc < pool->core) {
+	/* At most the missing ones, counted once: with core timeout and a
+	 * keep-alive shorter than a thread start, the workers it starts may
+	 * leave as fast as it starts them, and "until wc == core" would
+	 * never end. */
+	k = pool->wc < pool->core ? pool->core - pool->wc : 0;
+	while (rc == 0 && n < k && pool->wc < pool->core) {
 		if (pool->state != TPE__RUNNING)
 			rc = ECANCELED;
-		else if (tpe__worker_start_locked(pool, NULL) != 0)
-			rc = EAGAIN;
-		else
+		else if ((rc = tpe__worker_start_locked(pool, NULL)) == 0)
 			n++;
 	}
 	if (rc == 0 && pool->state != TPE__RUNNING && n == 0)
@@ -894,11 +831,11 @@ tpe_remove(tpe_t *pool, tpe_fn fn, void *arg)
 	tpe__task_list_init(&out);
 	tpe__mutex_lock(&pool->lock);
 	pool->queue->ops->remove_if(pool->queue, match_fn_arg, &m, 1, &out);
-	notify_idle_locked(pool);
+	tpe__pool_notify_idle_locked(pool);
 	unlock_and_terminate(pool);
 	if (out.count == 0)
 		return ENOENT;
-	tpe__task_free(tpe__task_list_pop(&out));
+	tpe__task_free(pool, tpe__task_list_pop(&out));
 	return 0;
 }
 
@@ -923,9 +860,10 @@ tpe_purge(tpe_t *pool, size_t *purged)
 		*purged = out.count;
 	if (out.count > 0) {
 		pool->handing_back++;
-		notify_idle_locked(pool);
+		tpe__pool_notify_idle_locked(pool);
 		tpe__mutex_unlock(&pool->lock);
-		hand_back_list(&out, cb, ctx);
+		if (!tpe__task_hand_back_list(pool, &out, cb, ctx))
+			return 0; /* forked in cb: see tpe_shutdown */
 		tpe__mutex_lock(&pool->lock);
 		pool->handing_back--;
 	}
@@ -974,7 +912,7 @@ tpe__pool_atfork_child(tpe_t *pool)
 	while ((t = tpe__task_list_pop(&out)) != NULL) {
 		if (t->future != NULL)
 			tpe__future_unref(t->future);
-		free(t);
+		tpe__task_free(pool, t);
 	}
 	tpe__worker_forget_all_locked(pool);
 	tpe__pool_set_wc_locked(pool, 0);
@@ -983,6 +921,10 @@ tpe__pool_atfork_child(tpe_t *pool)
 	pool->idle_waiters = pool->handing_back = 0;
 	pool->paused = false;
 	set_state_locked(pool, TPE__TERMINATED);
+	/* The forking thread may be a worker of this pool or deliver one of
+	 * its callbacks: here it is neither (tpe_destroy works in the child). */
+	tpe__tls_worker_pool = NULL;
+	tpe__tls_hook_pool = NULL;
 	tpe__mutex_init(&pool->lock);
 	tpe__cond_init(&pool->work_cond);
 	tpe__cond_init(&pool->idle_cond);

@@ -64,6 +64,7 @@
 #include "attr.h"
 #include "node.h"
 #include "queue.h"
+#include "sync.h"
 #include "task.h"
 #include "tpe.h"
 
@@ -151,21 +152,20 @@ tpe__pool_count_submitted(tpe_t *pool, int64_t delta)
 	__atomic_add_fetch(&pool->submitted, (uint64_t)delta, __ATOMIC_RELAXED);
 }
 
+/* Wakes tpe_wait_idle's waiters once nothing runs and nothing is queued.
+ * Called after every change of active or of the queue's contents. L held. */
+static inline void
+tpe__pool_notify_idle_locked(tpe_t *pool)
+{
+	if (pool->idle_waiters > 0 && pool->active == 0 &&
+	    tpe__queue_is_empty(pool->queue))
+		tpe__cond_broadcast(&pool->idle_cond);
+}
+
 /* L held; returns true if the caller must run tpe__pool_finish_termination. */
 bool tpe__pool_try_terminate_locked(tpe_t *pool);
 /* L not held: terminated hook, then TERMINATED, then wake the waiters. */
 void tpe__pool_finish_termination(tpe_t *pool);
-
-/* Disposes of an accepted task that will never run: the future (if any) is
- * cancelled, `cb` (or nothing if NULL) gets it, the node is freed. */
-void tpe__task_hand_back(struct tpe__task *t, tpe_handback_fn cb, void *ctx);
-/* The same through the pool's discard callback. */
-void tpe__pool_discard(tpe_t *pool, struct tpe__task *t);
-/* Runs a task in the calling thread and frees the node (caller-runs). */
-void tpe__task_run_inline(struct tpe__task *t);
-/* Frees a node that was never accepted; the future (if any) is untouched. */
-void tpe__task_free(struct tpe__task *t);
-
 
 /*
  * A policy's second chance for t after tpe_execute's step 3 failed, decided

@@ -8,8 +8,10 @@
  * is called with the owning pool's lock held (L: pool->lock): the queue has
  * no lock of its own. That is deliberate: the pool decides "queue, grow or
  * reject" and a worker decides "take, wait or exit" under one lock, so no
- * decision reads a counter another thread is halfway through changing
- * (research/java_tpe.md §c.4; the Tomcat and Dubbo races).
+ * decision reads a counter another thread is halfway through changing.
+ * Tomcat's and Dubbo's scale-first pools read "is a worker idle" and
+ * "may this worker exit" from different counters under different locks,
+ * and lost or stranded tasks in the gap (policy_scale_first.c).
  *
  * Waiting is not a queue operation: tpe__queue_take() waits on the pool's
  * condition variable and counts the waiting worker in q->takers while it
@@ -90,6 +92,10 @@ struct tpe__queue_ops {
 	/* Optional: size() == 0 without the cost of size() (for the linked
 	 * queue: without absorbing the inbox). */
 	bool (*is_empty)(struct tpe__queue *q);
+	/* Optional: the node a discard-oldest policy may drop, taken out, or
+	 * NULL; absent means poll(). The hand-off queue has none: its nodes
+	 * are already given to the waiting workers that will poll them. */
+	struct tpe__task *(*drop_oldest)(struct tpe__queue *q);
 };
 
 struct tpe__queue {
@@ -191,6 +197,13 @@ static inline int
 tpe__queue_force(struct tpe__queue *q, struct tpe__task *t)
 {
 	return q->ops->force != NULL ? q->ops->force(q, t) : q->ops->offer(q, t);
+}
+
+static inline struct tpe__task *
+tpe__queue_drop_oldest(struct tpe__queue *q)
+{
+	return q->ops->drop_oldest != NULL ? q->ops->drop_oldest(q) :
+	    q->ops->poll(q);
 }
 
 static inline bool

@@ -27,6 +27,14 @@ handoff_remaining(const struct tpe__queue *q)
 	return 0;
 }
 
+/* Nothing to drop: every node here belongs to a worker that was waiting. */
+static struct tpe__task *
+handoff_drop_oldest(struct tpe__queue *q)
+{
+	(void)q;
+	return NULL;
+}
+
 static const struct tpe__queue_ops handoff_ops = {
 	.name = "handoff",
 	.offer = handoff_offer,
@@ -35,6 +43,7 @@ static const struct tpe__queue_ops handoff_ops = {
 	.remaining = handoff_remaining,
 	.remove_if = tpe__linked_remove_if,
 	.destroy = tpe__linked_destroy,
+	.drop_oldest = handoff_drop_oldest,
 };
 
 int

@@ -29,7 +29,7 @@ reject_caller_runs(tpe_t *pool, struct tpe__task *t, void *ctx)
 	tpe__pool_count_rejected(pool);
 	if (tpe_is_shutdown(pool))
 		return ECANCELED;
-	tpe__task_run_inline(t);
+	tpe__task_run_inline(pool, t);
 	return 0;
 }
 
@@ -40,7 +40,7 @@ reject_discard(tpe_t *pool, struct tpe__task *t, void *ctx)
 	tpe__pool_count_rejected(pool);
 	if (tpe_is_shutdown(pool))
 		return ECANCELED;
-	tpe__pool_discard(pool, t);
+	tpe__task_discard(pool, t);
 	return 0;
 }
 
@@ -54,33 +54,20 @@ reject_discard_oldest(tpe_t *pool, struct tpe__task *t, void *ctx)
 	tpe__pool_count_rejected(pool);
 	rc = tpe__pool_replace_oldest(pool, t, &victim);
 	if (victim != NULL)
-		tpe__pool_discard(pool, victim);
+		tpe__task_discard(pool, victim);
 	return rc;
-}
-
-/* A tpe_submit task handed to a custom handler as a runnable pair. */
-static void
-run_handed_task(void *arg)
-{
-	tpe__task_run_inline(arg);
 }
 
 static int
 reject_custom(tpe_t *pool, struct tpe__task *t, void *ctx)
 {
 	const struct tpe_attr *a = &pool->attr;
-	int rc;
 
 	(void)ctx;
 	tpe__pool_count_rejected(pool);
 	if (tpe_is_shutdown(pool))
 		return ECANCELED;
-	if (t->future != NULL)
-		return a->reject_fn(pool, run_handed_task, t, a->reject_ctx);
-	rc = a->reject_fn(pool, t->fn, t->arg, a->reject_ctx);
-	if (rc == 0)
-		tpe__task_free(t);
-	return rc;
+	return tpe__task_offer_to_handler(pool, t, a->reject_fn, a->reject_ctx);
 }
 
 void
@@ -95,14 +82,4 @@ tpe__rejection_select(const struct tpe_attr *a, tpe__reject_fn *fn, void **ctx)
 
 	*ctx = NULL;
 	*fn = a->reject_fn != NULL ? reject_custom : standard[a->rejection];
-}
-
-int
-tpe__rejection_run(tpe_t *pool, struct tpe__task *t)
-{
-	tpe__reject_fn fn;
-	void *ctx;
-
-	tpe__rejection_select(&pool->attr, &fn, &ctx);
-	return fn(pool, t, ctx);
 }

@@ -15,7 +15,4 @@
 void tpe__rejection_select(const struct tpe_attr *a, tpe__reject_fn *fn,
     void **ctx);
 
-/* Runs the configured policy of `pool` (counts the rejection). */
-int tpe__rejection_run(tpe_t *pool, struct tpe__task *t);
-
 #endif /* TPE_REJECTION_H */

@@ -5,11 +5,14 @@
  * A node is owned by exactly one party at a time: the submitter until the
  * queue (or a worker's first-task slot) takes it, then the queue (under
  * pool->lock), then the worker that dequeued it or the code that removed it
- * (remove, purge, drain). Whoever owns it last frees it with tpe__task_free.
+ * (remove, purge, drain). Whoever owns it last ends it through one of the
+ * functions at the end of this file (task.c), which all return the node to
+ * its pool's return stack the same way.
  */
 #ifndef TPE_TASK_H
 #define TPE_TASK_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "tpe.h"
@@ -67,5 +70,50 @@ tpe__task_list_pop(struct tpe__task_list *l)
 	t->next = NULL;
 	return t;
 }
+
+/* ---- a task's life (task.c) ------------------------------------------ */
+
+/* A node for a new task (node.c: no lock, rarely malloc); NULL: ENOMEM. */
+struct tpe__task *tpe__task_new(tpe_t *pool, tpe_fn fn, void *arg,
+    struct tpe_future *f, const void *owner);
+
+/* Ends a node that was never accepted; its future (if any) is untouched:
+ * the submitting call still owns it. */
+void tpe__task_free(tpe_t *pool, struct tpe__task *t);
+
+/*
+ * Runs an accepted task on a worker with the task hooks; a future that was
+ * cancelled in the queue does not run and goes to the discard callback.
+ * Ends the node. Returns false when the process forked inside user code
+ * and this is the child: the caller must then touch nothing of the pool.
+ */
+bool tpe__task_run(tpe_t *pool, struct tpe__task *t);
+
+/* Runs an accepted task in the calling thread, without hooks
+ * (TPE_REJECT_CALLER_RUNS). Ends the node. */
+void tpe__task_run_inline(tpe_t *pool, struct tpe__task *t);
+
+/*
+ * Disposes of an accepted task that will never run: its future (if any) is
+ * cancelled, `cb` (if not NULL) gets it, the node ends. false: forked in
+ * `cb`, this is the child (see tpe__task_run).
+ */
+bool tpe__task_hand_back(tpe_t *pool, struct tpe__task *t, tpe_handback_fn cb,
+    void *ctx);
+/* The same through the pool's discard callback. */
+bool tpe__task_discard(tpe_t *pool, struct tpe__task *t);
+/* Hands back every node of l, marking this thread as one that termination
+ * waits for; false (the rest not handed back) after a fork in `cb`. */
+bool tpe__task_hand_back_list(tpe_t *pool, struct tpe__task_list *l,
+    tpe_handback_fn cb, void *ctx);
+
+/*
+ * Gives a rejected task to a custom rejection handler as a pair fn(arg): a
+ * tpe_submit task as a pair that runs the callable and completes the
+ * future. 0: the handler took it and the node ended; else the handler's
+ * error, and the caller still owns t.
+ */
+int tpe__task_offer_to_handler(tpe_t *pool, struct tpe__task *t,
+    tpe_reject_fn handler, void *ctx);
 
 #endif /* TPE_TASK_H */

@@ -10,10 +10,14 @@
  *
  * get_task decides, under pool->lock, between "run a queued task", "wait"
  * and "exit"; it exits only when the queue is empty (or the pool stopped),
- * so no submitter can count on an idle worker that is about to leave: an
- * offer that relies on a waiting worker (q->takers) is made under the same
- * lock, and a worker counted in q->takers polls the queue before it may
- * re-evaluate its exit (research/java_tpe.md §c.4, the BZ 65454 race).
+ * or, above max, straight after a task while another worker remains
+ * (should_exit_locked). So no submitter can count on an idle worker that
+ * is about to leave: an offer that relies on a waiting worker (q->takers:
+ * hand-off, scale-first) is made under the same lock, and a worker counted
+ * in q->takers polls the queue before it may re-evaluate its exit. (Tomcat
+ * shipped that race, bug 65454: its idle count and its exit decision were
+ * made under different locks, and a task offered to a worker that was
+ * timing out waited for the next submission.)
  * The one offer made without the lock (pool.h, the lock-free step 2) is
  * covered by the order of the exit itself: wc first, then a last look at
  * the queue (may_leave_locked).
@@ -36,7 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "future.h"
+#include "registry.h"
 #include "sync.h"
 #include "worker.h"
 
@@ -82,6 +86,24 @@ may_leave_locked(tpe_t *pool)
 }
 
 /*
+ * Java's getTask exit rule. Above max (the pool was shrunk), a worker that
+ * comes back from a task leaves whenever another worker remains to run
+ * what is queued, and any worker leaves once the queue is empty. A waiting
+ * worker that was woken does not leave with tasks queued: an offer may
+ * have counted on it (hand-off, scale-first), as a Java SynchronousQueue
+ * hands the item to the very taker. Otherwise a worker leaves only with
+ * the queue empty, once the pool is shut down or its keep-alive expired.
+ * L held.
+ */
+static bool
+should_exit_locked(tpe_t *pool, bool empty, bool expired, bool after_task)
+{
+	if (pool->wc > pool->max)
+		return empty || (after_task && pool->wc > 1);
+	return empty && (pool->state == TPE__SHUTDOWN || expired);
+}
+
+/*
  * Returns the next task, or NULL when the worker must exit (wc has then
  * been decremented). pool->lock held on entry and exit.
  */
@@ -91,7 +113,7 @@ get_task_locked(tpe_t *pool)
 	struct tpe__queue *q = pool->queue;
 	struct tpe__task *t;
 	unsigned gen = pool->config_gen;
-	bool timed_out = false, spin = true;
+	bool timed_out = false, spin = true, after_task = true;
 	int64_t deadline = -1;
 	int rc;
 
@@ -107,11 +129,15 @@ get_task_locked(tpe_t *pool)
 		}
 		empty = tpe__queue_is_empty(q);
 		timed = pool->allow_core_timeout || pool->wc > pool->core;
-		if (empty && (pool->state == TPE__SHUTDOWN ||
-		    pool->wc > pool->max || (timed && timed_out))) {
-			if (may_leave_locked(pool))
-				return NULL;
-			continue;
+		if (should_exit_locked(pool, empty, timed && timed_out,
+		    after_task)) {
+			if (!may_leave_locked(pool))
+				continue;
+			/* Leaving tasks to the others: a wake-up that was
+			 * meant for this worker must not leave with it. */
+			if (!empty && tpe__queue_needs_signal(q))
+				tpe__cond_signal(&pool->work_cond);
+			return NULL;
 		}
 		if (!timed)
 			deadline = -1;
@@ -120,6 +146,7 @@ get_task_locked(tpe_t *pool)
 		/* Spin once per get_task, then sleep: see tpe__queue_take. */
 		t = tpe__queue_take(q, &pool->lock, &pool->work_cond,
 		    deadline, spin, &rc);
+		after_task = false;
 		if (t != NULL) {
 			/* The cascade (queue.h): tasks left that no awake
 			 * taker will take wake the next sleeper. */
@@ -143,50 +170,6 @@ get_task_locked(tpe_t *pool)
 	return NULL;
 }
 
-/* Runs t; returns t when its node is left for recycling, NULL when freed. */
-static struct tpe__task *
-run_task(tpe_t *pool, struct tpe__task *t)
-{
-	const struct tpe_attr *a = &pool->attr;
-	struct tpe_future *f = t->future;
-
-	if (f != NULL) {
-		/* A cancelled future: a no-op that still counts as completed. */
-		if (__atomic_load_n(&f->state, __ATOMIC_ACQUIRE) != TPE__F_NEW) {
-			tpe__pool_discard(pool, t);
-			return NULL;
-		}
-	}
-	if (a->before != NULL)
-		a->before(pool, t->fn, f != NULL ? f->arg : t->arg,
-		    a->task_hook_ctx);
-	if (f != NULL) {
-		if (!tpe__future_run(f)) {
-			/* Cancelled between the check above and the run. */
-			if (a->after != NULL)
-				a->after(pool, NULL, f->arg, a->task_hook_ctx);
-			tpe__pool_discard(pool, t);
-			return NULL;
-		}
-	} else {
-		t->fn(t->arg);
-	}
-	if (a->after != NULL)
-		a->after(pool, t->fn, f != NULL ? f->arg : t->arg,
-		    a->task_hook_ctx);
-	if (f != NULL)
-		tpe__future_unref(f);
-	return t;
-}
-
-static void
-notify_idle_locked(tpe_t *pool)
-{
-	if (pool->idle_waiters > 0 && pool->active == 0 &&
-	    tpe__queue_is_empty(pool->queue))
-		tpe__cond_broadcast(&pool->idle_cond);
-}
-
 /* largest_pool_size: counts a worker once its thread exists. L held. */
 static void
 note_largest_locked(tpe_t *pool)
@@ -195,12 +178,25 @@ note_largest_locked(tpe_t *pool)
 		pool->largest = pool->wc;
 }
 
+/*
+ * After user code returned into this thread: true when the process forked
+ * in it and this is the child, where the pool was reset by the atfork
+ * handler and this thread is no worker of it any more. The thread then
+ * returns from worker_main at once, touching nothing (task.c).
+ */
+static bool
+forked(unsigned gen)
+{
+	return tpe__forked_since(gen);
+}
+
 static void *
 worker_main(void *arg)
 {
 	struct tpe__worker *w = arg;
 	tpe_t *pool = w->pool;
 	const struct tpe_attr *a = &pool->attr;
+	unsigned gen = tpe__fork_gen();
 	struct tpe__task *t;
 	char name[16];
 	bool terminate;
@@ -208,8 +204,11 @@ worker_main(void *arg)
 	snprintf(name, sizeof(name), "%s-%lu", a->name_prefix, w->id);
 	pthread_setname_np(pthread_self(), name);
 	tpe__tls_worker_pool = pool;
-	if (a->on_start != NULL)
+	if (a->on_start != NULL) {
 		a->on_start(pool, a->thread_hook_ctx);
+		if (forked(gen))
+			return NULL;
+	}
 
 	tpe__mutex_lock(&pool->lock);
 	/* Before the first task: a snapshot taken by that task counts this
@@ -225,26 +224,28 @@ worker_main(void *arg)
 			pool->active++;
 		}
 		tpe__mutex_unlock(&pool->lock);
-		t = run_task(pool, t);
-		if (t != NULL)
-			tpe__node_put(&pool->returns, t);
+		if (!tpe__task_run(pool, t))
+			return NULL; /* forked: see forked() */
 		t = NULL;
 		tpe__mutex_lock(&pool->lock);
 		pool->active--;
 		pool->completed++;
-		notify_idle_locked(pool);
+		tpe__pool_notify_idle_locked(pool);
 	}
 	tpe__mutex_unlock(&pool->lock);
 
-	if (a->on_exit != NULL)
+	if (a->on_exit != NULL) {
 		a->on_exit(pool, a->thread_hook_ctx);
+		if (forked(gen))
+			return NULL;
+	}
 	tpe__tls_worker_pool = NULL;
 
 	tpe__mutex_lock(&pool->lock);
 	list_remove(&pool->live, w);
 	list_insert(&pool->exited, w);
 	pool->nthreads--;
-	notify_idle_locked(pool);
+	tpe__pool_notify_idle_locked(pool);
 	terminate = tpe__pool_try_terminate_locked(pool);
 	tpe__mutex_unlock(&pool->lock);
 	if (terminate)
@@ -252,9 +253,14 @@ worker_main(void *arg)
 	return NULL;
 }
 
-/* Creates the thread with every asynchronous signal blocked. */
+/*
+ * Creates the thread with every asynchronous signal blocked; its id goes to
+ * *tid, not to w: the thread may run, exit and be reaped before
+ * pthread_create returns, and POSIX does not promise that *tid is written
+ * before the thread starts (the creator publishes it under the lock).
+ */
 static int
-create_thread(tpe_t *pool, struct tpe__worker *w)
+create_thread(tpe_t *pool, struct tpe__worker *w, pthread_t *tid)
 {
 	pthread_attr_t pa;
 	sigset_t all, old;
@@ -275,7 +281,7 @@ create_thread(tpe_t *pool, struct tpe__worker *w)
 		sigdelset(&all, SIGSYS);
 		sigdelset(&all, SIGABRT);
 		pthread_sigmask(SIG_SETMASK, &all, &old);
-		rc = pthread_create(&w->thread, &pa, worker_main, w);
+		rc = pthread_create(tid, &pa, worker_main, w);
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 	}
 	pthread_attr_destroy(&pa);
@@ -287,6 +293,7 @@ tpe__worker_start_locked(tpe_t *pool, struct tpe__task *first)
 {
 	struct tpe__worker *w;
 	unsigned long id;
+	pthread_t tid;
 	bool terminate;
 	int rc;
 
@@ -305,14 +312,21 @@ tpe__worker_start_locked(tpe_t *pool, struct tpe__task *first)
 		w->pool = pool;
 		w->first = first;
 		w->id = id;
+		w->joinable = false;
 		tpe__mutex_lock(&pool->lock);
 		list_insert(&pool->live, w);
 		tpe__mutex_unlock(&pool->lock);
-		rc = create_thread(pool, w);
+		/* One error for every refusal of the system to start a thread,
+		 * whatever pthread_create said (EAGAIN for a limit, EINVAL or
+		 * EPERM for attributes it refuses): tpe_execute(3), ERRORS. */
+		if (create_thread(pool, w, &tid) != 0)
+			rc = EAGAIN;
 	}
 
 	tpe__mutex_lock(&pool->lock);
 	if (rc == 0) {
+		w->thread = tid;
+		w->joinable = true;
 		/* Counted once it exists: a failed start never shows. */
 		note_largest_locked(pool);
 		return 0;
@@ -325,7 +339,10 @@ tpe__worker_start_locked(tpe_t *pool, struct tpe__task *first)
 	pool->nthreads--;
 	if (first != NULL)
 		pool->active--;
-	/* The phantom worker may have been all that held termination back. */
+	/* The start that failed may have been all a tpe_wait_idle waited for
+	 * (the task is refused or was never there) or all that held
+	 * termination back. */
+	tpe__pool_notify_idle_locked(pool);
 	terminate = tpe__pool_try_terminate_locked(pool);
 	if (terminate) {
 		tpe__mutex_unlock(&pool->lock);
@@ -338,13 +355,20 @@ tpe__worker_start_locked(tpe_t *pool, struct tpe__task *first)
 void
 tpe__worker_reap(tpe_t *pool)
 {
-	struct tpe__worker *w, *next;
+	struct tpe__worker *w, *next, *ready = NULL;
 
 	tpe__mutex_lock(&pool->lock);
-	w = pool->exited;
-	pool->exited = NULL;
+	for (w = pool->exited; w != NULL; w = next) {
+		next = w->next;
+		/* One that exited before its creator recorded its id stays
+		 * for a later reap (create_thread). */
+		if (w->joinable) {
+			list_remove(&pool->exited, w);
+			list_insert(&ready, w);
+		}
+	}
 	tpe__mutex_unlock(&pool->lock);
-	for (; w != NULL; w = next) {
+	for (w = ready; w != NULL; w = next) {
 		next = w->next;
 		pthread_join(w->thread, NULL);
 		free(w);

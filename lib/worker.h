@@ -6,11 +6,13 @@
 #define TPE_WORKER_H
 
 #include <pthread.h>
+#include <stdbool.h>
 
 #include "pool.h"
 
 struct tpe__worker {
-	pthread_t thread;           /* I: set by the creator */
+	pthread_t thread;           /* L: set by the creator once created */
+	bool joinable;              /* L: thread is set; a reap may join it */
 	tpe_t *pool;                /* I */
 	struct tpe__task *first;    /* the creator's task; owned by the worker once started */
 	unsigned long id;           /* I: the N of "prefix-N" */
@@ -22,8 +24,8 @@ struct tpe__worker {
  * returns with pool->lock held, but drops it while the thread is created.
  * Reserves the slot first (wc, nthreads, active when first != NULL), so
  * concurrent callers never overshoot a bound; undoes it on failure.
- * Returns 0, ENOMEM or the pthread_create error (EAGAIN). On failure the
- * caller still owns `first`.
+ * Returns 0, ENOMEM (the worker record), or EAGAIN for any failure of
+ * pthread_create. On failure the caller still owns `first`.
  */
 int tpe__worker_start_locked(tpe_t *pool, struct tpe__task *first);
 

@@ -11,11 +11,15 @@
  * as narrow as possible anyway: only around the call under test and, for
  * malloc, only for calls from the arming thread.
  */
+#define _GNU_SOURCE /* pthread_timedjoin_np */
 #include <string.h>
 
 #include "testutil.h"
 
 #include "node.h"
+#include "pool.h"
+#include "sync.h"
+#include "worker.h"
 
 /* ---- the wrappers ----------------------------------------------------- */
 
@@ -110,12 +114,23 @@ __wrap_calloc(size_t n, size_t size)
 	return __real_calloc(n, size);
 }
 
+/* The error an armed pthread_create fault returns (a test may change it). */
+static int create_errno = EAGAIN;
+
+/* A test's own pthread_create, called (when set) instead of the real one
+ * for the calls the armed fault lets through, to build a state around a
+ * thread start. */
+static int (*create_around)(pthread_t *thread, const pthread_attr_t *attr,
+    void *(*start)(void *), void *arg);
+
 int
 __wrap_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
     void *(*start)(void *), void *arg)
 {
 	if (fault_hit(&create_fault))
-		return EAGAIN;
+		return create_errno;
+	if (create_around != NULL)
+		return create_around(thread, attr, start, arg);
 	return __real_pthread_create(thread, attr, start, arg);
 }
 
@@ -793,6 +808,300 @@ test_failure_destroy_after_create_failure_only(void **state)
 	assert_int_equal(count, 0);
 }
 
+/* ---- prestart with workers that expire as fast as they start ---------- */
+
+/*
+ * With core timeout and a keep-alive shorter than a thread start, every
+ * worker tpe_prestart_core_threads starts may be gone before it starts the
+ * next. Built exactly: each creation waits until every earlier worker has
+ * run its on-exit hook (so wc is back to 0). The call starts the missing
+ * core workers once, and returns. Before the fix it looped "until wc ==
+ * core", which never came: here the 17th creation fails to end that loop.
+ */
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int created;
+	int exited;
+} churn = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0 };
+
+static void
+churn_on_exit(tpe_t *pool, void *ctx)
+{
+	(void)pool;
+	(void)ctx;
+	pthread_mutex_lock(&churn.lock);
+	churn.exited++;
+	pthread_cond_broadcast(&churn.cond);
+	pthread_mutex_unlock(&churn.lock);
+}
+
+static int
+churn_create(pthread_t *thread, const pthread_attr_t *attr,
+    void *(*start)(void *), void *arg)
+{
+	pthread_mutex_lock(&churn.lock);
+	while (churn.exited < churn.created)
+		pthread_cond_wait(&churn.cond, &churn.lock);
+	churn.created++;
+	pthread_mutex_unlock(&churn.lock);
+	return __real_pthread_create(thread, attr, start, arg);
+}
+
+static void
+test_failure_prestart_ends_when_workers_expire(void **state)
+{
+	tpe_attr_t *a;
+	tpe_t *pool;
+	size_t started = 99;
+	int rc;
+
+	(void)state;
+	assert_int_equal(tpe_attr_create(&a), 0);
+	assert_int_equal(tpe_attr_set_pool_size(a, 4, 4), 0);
+	assert_int_equal(tpe_attr_set_keep_alive(a, 1), 0);
+	assert_int_equal(tpe_attr_set_allow_core_timeout(a, true), 0);
+	assert_int_equal(tpe_attr_set_thread_hooks(a, NULL, churn_on_exit,
+	    NULL), 0);
+	assert_int_equal(tpe_create(&pool, a), 0);
+	tpe_attr_destroy(a);
+	churn.created = churn.exited = 0;
+	create_around = churn_create;
+	fault_arm(&create_fault, 16, -1, true);
+	rc = tpe_prestart_core_threads(pool, &started);
+	fault_disarm(&create_fault);
+	create_around = NULL;
+	assert_int_equal(rc, 0);
+	assert_int_equal(started, 4);
+	pthread_mutex_lock(&churn.lock);
+	assert_int_equal(churn.created, 4);
+	pthread_mutex_unlock(&churn.lock);
+	finish(pool);
+}
+
+/* ---- tpe_wait_idle and a worker start that fails ---------------------- */
+
+/*
+ * A hand-off pool with no worker: tpe_execute reserves a worker for the
+ * task (active 1), its thread cannot be created, and the task is refused.
+ * A tpe_wait_idle that began while the start was under way must wake:
+ * the pool is idle again. Before the fix nothing woke it. Built exactly:
+ * the creation blocks until the waiter is counted in pool->idle_waiters.
+ */
+static struct tu_latch *create_entered, *create_may_fail;
+
+static int
+blocked_failing_create(pthread_t *thread, const pthread_attr_t *attr,
+    void *(*start)(void *), void *arg)
+{
+	(void)thread;
+	(void)attr;
+	(void)start;
+	(void)arg;
+	tu_latch_count_down(create_entered);
+	tu_latch_wait(create_may_fail);
+	return EAGAIN;
+}
+
+struct call_thread {
+	pthread_t thread;
+	tpe_t *pool;
+	int rc;
+};
+
+static void *
+execute_thread(void *arg)
+{
+	struct call_thread *c = arg;
+	static int count;
+
+	c->rc = tpe_execute(c->pool, tu_count_fn, &count);
+	return NULL;
+}
+
+static void *
+wait_idle_thread(void *arg)
+{
+	struct call_thread *c = arg;
+
+	/* Forever: a wait that times out would see the pool idle then and
+	 * return 0 too, hiding a missed wake-up. */
+	c->rc = tpe_wait_idle(c->pool, -1);
+	return NULL;
+}
+
+static size_t
+idle_waiters(tpe_t *pool)
+{
+	size_t n;
+
+	tpe__mutex_lock(&pool->lock);
+	n = pool->idle_waiters;
+	tpe__mutex_unlock(&pool->lock);
+	return n;
+}
+
+static void
+test_failure_wait_idle_woken_when_start_fails(void **state)
+{
+	tpe_t *pool = tu_pool(0, 1, TPE_QUEUE_HANDOFF, 0, TPE_REJECT_ABORT);
+	struct tu_latch entered, may_fail;
+	struct call_thread ex = { .pool = pool, .rc = -1 };
+	struct call_thread wi = { .pool = pool, .rc = -1 };
+	struct timespec deadline;
+
+	(void)state;
+	assert_int_equal(clock_gettime(CLOCK_REALTIME, &deadline), 0);
+	tu_latch_init(&entered, 1);
+	tu_latch_init(&may_fail, 1);
+	create_entered = &entered;
+	create_may_fail = &may_fail;
+	create_around = blocked_failing_create;
+	/* The test's own threads bypass the wrapper. */
+	assert_int_equal(__real_pthread_create(&ex.thread, NULL,
+	    execute_thread, &ex), 0);
+	tu_latch_wait(&entered);
+	assert_int_equal(tu_stats(pool).active, 1); /* the reserved start */
+	assert_int_equal(__real_pthread_create(&wi.thread, NULL,
+	    wait_idle_thread, &wi), 0);
+	while (idle_waiters(pool) == 0)
+		tu_sleep_ns(TU_MS / 10);
+	tu_latch_count_down(&may_fail);
+	assert_int_equal(pthread_join(ex.thread, NULL), 0);
+	create_around = NULL;
+	/* Bounded only so that a missed wake-up fails this test alone. */
+	deadline.tv_sec += 60;
+	assert_int_equal(pthread_timedjoin_np(wi.thread, NULL, &deadline), 0);
+	assert_int_equal(ex.rc, EAGAIN);
+	assert_int_equal(wi.rc, 0);
+	assert_pool_empty(pool);
+	finish(pool);
+	tu_latch_destroy(&entered);
+	tu_latch_destroy(&may_fail);
+}
+
+/* ---- one error for every refused thread start ------------------------- */
+
+/*
+ * pthread_create refuses attributes with EINVAL (a stack size the system
+ * does not take) or EPERM (a scheduling policy without privilege): the
+ * calls that start workers say EAGAIN for every refusal, as their manuals
+ * list. Before the fix tpe_execute passed the raw value on.
+ */
+static void
+create_error_is_eagain(int err)
+{
+	tpe_t *pool = tu_pool(1, 1, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
+	tpe_future_t *f = NULL;
+	size_t started = 99;
+	int count = 0, rc_ex, rc_sub, rc_pre;
+
+	create_errno = err;
+	fault_arm(&create_fault, 0, -1, false);
+	rc_ex = tpe_execute(pool, tu_count_fn, &count);
+	rc_sub = tpe_submit(pool, ret_arg_fn, &count, &f);
+	rc_pre = tpe_prestart_core_threads(pool, &started);
+	fault_disarm(&create_fault);
+	create_errno = EAGAIN;
+	assert_int_equal(rc_ex, EAGAIN);
+	assert_int_equal(rc_sub, EAGAIN);
+	assert_null(f);
+	assert_int_equal(rc_pre, EAGAIN);
+	assert_int_equal(started, 0);
+	assert_pool_empty(pool);
+	finish(pool);
+	assert_int_equal(count, 0);
+}
+
+static void
+test_failure_create_error_is_eagain(void **state)
+{
+	(void)state;
+	create_error_is_eagain(EINVAL);
+	create_error_is_eagain(EPERM);
+	create_error_is_eagain(ENOMEM);
+}
+
+/* ---- a shut-down pool says ECANCELED even without memory -------------- */
+
+static void
+test_failure_shutdown_refusal_needs_no_memory(void **state)
+{
+	tpe_t *pool = tu_pool(1, 1, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
+	tpe_future_t *f = NULL;
+	int count = 0, rc_ex, rc_sub;
+
+	(void)state;
+	assert_int_equal(tpe_shutdown(pool), 0);
+	fault_arm(&malloc_fault, 0, -1, false);
+	rc_sub = tpe_submit(pool, ret_arg_fn, &count, &f);
+	rc_ex = tpe_execute(pool, tu_count_fn, &count);
+	fault_disarm(&malloc_fault);
+	assert_int_equal(rc_sub, ECANCELED);
+	assert_int_equal(rc_ex, ECANCELED);
+	assert_null(f);
+	assert_int_equal(tpe_destroy(pool), 0);
+}
+
+/* ---- a worker that exits before pthread_create returns ----------------- */
+
+/*
+ * POSIX does not promise that pthread_create stores the new thread's id
+ * before the thread runs. Built exactly: the id is written only after the
+ * worker has run its task, timed out, left, and a reap has run. The reap
+ * must not join (or free) a worker whose id its creator has not recorded
+ * yet; a later reap does. Before the fix the reap joined an id that was
+ * never written (and freed the record that pthread_create then wrote).
+ */
+static tpe_t *late_id_pool;
+
+static bool
+has_exited_worker(tpe_t *pool)
+{
+	bool any;
+
+	tpe__mutex_lock(&pool->lock);
+	any = pool->exited != NULL;
+	tpe__mutex_unlock(&pool->lock);
+	return any;
+}
+
+static int
+late_id_create(pthread_t *thread, const pthread_attr_t *attr,
+    void *(*start)(void *), void *arg)
+{
+	pthread_t tid;
+	int rc = __real_pthread_create(&tid, attr, start, arg);
+
+	if (rc != 0)
+		return rc;
+	while (!has_exited_worker(late_id_pool))
+		tu_sleep_ns(TU_MS / 10);
+	tpe__worker_reap(late_id_pool);
+	*thread = tid;
+	return 0;
+}
+
+static void
+test_failure_worker_exits_before_its_id_is_stored(void **state)
+{
+	tpe_attr_t *a;
+	int count = 0;
+
+	(void)state;
+	assert_int_equal(tpe_attr_create(&a), 0);
+	assert_int_equal(tpe_attr_set_pool_size(a, 1, 1), 0);
+	assert_int_equal(tpe_attr_set_keep_alive(a, 1), 0);
+	assert_int_equal(tpe_attr_set_allow_core_timeout(a, true), 0);
+	assert_int_equal(tpe_create(&late_id_pool, a), 0);
+	tpe_attr_destroy(a);
+	create_around = late_id_create;
+	assert_int_equal(tpe_execute(late_id_pool, tu_count_fn, &count), 0);
+	create_around = NULL;
+	assert_int_equal(tu_load(&count), 1);
+	assert_int_equal(tpe_destroy(late_id_pool), 0);
+}
+
 int
 main(void)
 {
@@ -814,6 +1123,11 @@ main(void)
 		cmocka_unit_test(test_failure_prestart_alloc_fails),
 		cmocka_unit_test(test_failure_shutdown_now_after_failures),
 		cmocka_unit_test(test_failure_destroy_after_create_failure_only),
+		cmocka_unit_test(test_failure_prestart_ends_when_workers_expire),
+		cmocka_unit_test(test_failure_wait_idle_woken_when_start_fails),
+		cmocka_unit_test(test_failure_create_error_is_eagain),
+		cmocka_unit_test(test_failure_shutdown_refusal_needs_no_memory),
+		cmocka_unit_test(test_failure_worker_exits_before_its_id_is_stored),
 	};
 
 	tu_time_bound(0);

@@ -582,6 +582,273 @@ test_fork_future_waited_on_in_parent(void **state)
 	assert_int_equal(crc, 0);
 }
 
+/* ---- fork() from inside a task or a callback --------------------------- */
+
+/*
+ * tpe(7), "Fork": in the child, the forking thread is no pool thread; the
+ * pool is terminated like every pool there; when the task (or hook, or
+ * callback) returns, the library runs nothing more of it: no after hook,
+ * no on-exit hook, no future completion, no further hand-back. A worker's
+ * thread then ends, and as the child's only thread it ends the child with
+ * status 0, as any thread's start routine would.
+ *
+ * Each child reports through a pipe: the task writes 'T' and its checks'
+ * codes, and every hook that runs in the child writes its own letter, so
+ * the parent reads exactly what ran there. Before the fix the child ran
+ * the after and on-exit hooks, freed its worker record twice (ASan) and
+ * tpe_destroy returned EDEADLK there.
+ */
+static int report_fd = -1;       /* the child's end of the pipe */
+static pid_t parent_pid;
+
+/* LeakSanitizer would check the child at its exit, whose memory is a copy
+ * of the parent's (pools and all): not this test's question. */
+int __lsan_is_turned_off(void);
+int
+__lsan_is_turned_off(void)
+{
+	return parent_pid != 0 && getpid() != parent_pid;
+}
+
+static void
+report(char c)
+{
+	if (getpid() != parent_pid)
+		(void)write(report_fd, &c, 1);
+}
+
+static void
+hook_before(tpe_t *p, tpe_fn fn, void *arg, void *ctx)
+{
+	(void)p, (void)fn, (void)arg, (void)ctx;
+	report('B');
+}
+
+static void
+hook_after(tpe_t *p, tpe_fn fn, void *arg, void *ctx)
+{
+	(void)p, (void)fn, (void)arg, (void)ctx;
+	report('A');
+}
+
+static void
+hook_exit(tpe_t *p, void *ctx)
+{
+	(void)p, (void)ctx;
+	report('E');
+}
+
+static void
+hook_terminated(tpe_t *p, void *ctx)
+{
+	(void)p, (void)ctx;
+	report('X');
+}
+
+/* In the child, in the task: the pool is usable as a terminated pool. */
+static void
+child_checks_in_task(tpe_t *pool)
+{
+	int dummy = 0;
+	char code = 'T';
+
+	(void)write(report_fd, &code, 1);
+	code = tpe_execute(pool, tu_count_fn, &dummy) == ECANCELED ? 'c' : '1';
+	(void)write(report_fd, &code, 1);
+	code = tpe_destroy(pool) == 0 ? 'd' : '2';
+	(void)write(report_fd, &code, 1);
+}
+
+struct forking {
+	tpe_t *pool;
+	pid_t child;
+	struct tu_latch *ready;  /* a waiter sits in tpe_future_get */
+};
+
+static void
+forking_task(void *arg)
+{
+	struct forking *k = arg;
+	pid_t pid;
+
+	pid = fork();
+	if (pid == 0) {
+		alarm(5); /* alarms are not inherited: bound the child */
+		child_checks_in_task(k->pool);
+		return; /* back into the library, in the child */
+	}
+	k->child = pid;
+}
+
+static void *
+forking_call(void *arg)
+{
+	forking_task(arg);
+	return arg;
+}
+
+/* Reads the child's report until it closes; returns it as a string. */
+static void
+read_report(int fd, char *buf, size_t size)
+{
+	size_t n = 0;
+	ssize_t r;
+
+	while (n + 1 < size && (r = read(fd, buf + n, size - 1 - n)) != 0) {
+		if (r < 0 && errno == EINTR)
+			continue;
+		assert_true(r > 0);
+		n += (size_t)r;
+	}
+	buf[n] = '\0';
+}
+
+static tpe_t *
+hooked_pool(void)
+{
+	tpe_attr_t *a;
+	tpe_t *p;
+
+	assert_int_equal(tpe_attr_create(&a), 0);
+	assert_int_equal(tpe_attr_set_pool_size(a, 1, 1), 0);
+	assert_int_equal(tpe_attr_set_task_hooks(a, hook_before, hook_after,
+	    NULL), 0);
+	assert_int_equal(tpe_attr_set_thread_hooks(a, NULL, hook_exit, NULL),
+	    0);
+	assert_int_equal(tpe_attr_set_terminated_hook(a, hook_terminated,
+	    NULL), 0);
+	assert_int_equal(tpe_create(&p, a), 0);
+	tpe_attr_destroy(a);
+	return p;
+}
+
+static void *
+get_waiter(void *arg)
+{
+	tpe_future_t *f = arg;
+	void *res = NULL;
+
+	return tpe_future_get(f, -1, &res) == 0 ? res : NULL;
+}
+
+static void
+fork_in_task(bool submit)
+{
+	struct forking k = { NULL, -1, NULL };
+	tpe_future_t *f = NULL;
+	pthread_t waiter;
+	char buf[32];
+	int fds[2];
+	void *res = NULL;
+
+	parent_pid = getpid();
+	assert_int_equal(pipe(fds), 0);
+	report_fd = fds[1];
+	k.pool = hooked_pool();
+	if (submit) {
+		assert_int_equal(tpe_submit(k.pool, forking_call, &k, &f), 0);
+		/* A parent thread waits on the future across the fork: the
+		 * child must not touch its lock or condition variable. */
+		assert_int_equal(pthread_create(&waiter, NULL, get_waiter, f),
+		    0);
+		assert_int_equal(tpe_future_get(f, -1, &res), 0);
+		assert_int_equal(pthread_join(waiter, &res), 0);
+		assert_ptr_equal(res, &k);
+		tpe_future_release(f);
+	} else {
+		assert_int_equal(tpe_execute(k.pool, forking_task, &k), 0);
+	}
+	assert_int_equal(tpe_shutdown(k.pool), 0);
+	assert_int_equal(tpe_await_termination(k.pool, -1), 0);
+	close(fds[1]);
+	read_report(fds[0], buf, sizeof(buf));
+	close(fds[0]);
+	assert_true(k.child > 0);
+	/* Only the task's own report: no hook ran after it, in the child. */
+	assert_string_equal(buf, "Tcd");
+	assert_int_equal(child_status(k.child), 0);
+	assert_int_equal(tpe_destroy(k.pool), 0);
+}
+
+static void
+test_fork_in_task(void **state)
+{
+	(void)state;
+	fork_in_task(false);
+}
+
+static void
+test_fork_in_submitted_callable(void **state)
+{
+	(void)state;
+	fork_in_task(true);
+}
+
+/*
+ * A fork in tpe_shutdown_now's callback: the child gets none of the
+ * remaining tasks (the parent hands them back), and its pool is usable.
+ * Before the fix the child handed the rest back a second time, and
+ * counted handing_back below zero.
+ */
+static int handed_here;          /* this process's callback calls */
+static pid_t handback_child = -1;
+
+static void
+forking_drained(tpe_fn fn, void *arg, void *ctx)
+{
+	tpe_t *pool = ctx;
+	pid_t pid;
+
+	(void)fn;
+	(void)arg;
+	if (handed_here++ != 0)
+		return;
+	pid = fork();
+	if (pid == 0) {
+		alarm(5);
+		/* Back in the child, tpe_shutdown_now returns at once, below. */
+		(void)pool;
+		return;
+	}
+	handback_child = pid;
+}
+
+static void
+test_fork_in_shutdown_now_callback(void **state)
+{
+	struct tu_latch started, release;
+	struct tu_blocker b = { &started, &release, NULL, 0 };
+	tpe_t *pool = tu_pool(1, 1, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
+	int count = 0, i;
+
+	(void)state;
+	parent_pid = getpid();
+	tu_latch_init(&started, 1);
+	tu_latch_init(&release, 1);
+	assert_int_equal(tpe_execute(pool, tu_blocker_fn, &b), 0);
+	tu_latch_wait(&started);
+	for (i = 0; i < 3; i++)
+		assert_int_equal(tpe_execute(pool, tu_count_fn, &count), 0);
+	handed_here = 0;
+	assert_int_equal(tpe_shutdown_now(pool, forking_drained, pool), 0);
+	if (getpid() != parent_pid) {
+		/* The child: one call (the forking one), a terminated pool. */
+		int code = handed_here != 1 ? 10 :
+		    !tpe_is_terminated(pool) ? 11 :
+		    tpe_destroy(pool) != 0 ? 12 : 0;
+
+		_exit(code);
+	}
+	assert_int_equal(handed_here, 3);
+	assert_true(handback_child > 0);
+	assert_int_equal(child_status(handback_child), 0);
+	tu_latch_count_down(&release);
+	assert_int_equal(tpe_destroy(pool), 0);
+	assert_int_equal(count, 0);
+	tu_latch_destroy(&started);
+	tu_latch_destroy(&release);
+}
+
 int
 main(void)
 {
@@ -593,6 +860,9 @@ main(void)
 		cmocka_unit_test(test_fork_while_submitting),
 		cmocka_unit_test(test_fork_idle_workers_asleep),
 		cmocka_unit_test(test_fork_future_waited_on_in_parent),
+		cmocka_unit_test(test_fork_in_task),
+		cmocka_unit_test(test_fork_in_submitted_callable),
+		cmocka_unit_test(test_fork_in_shutdown_now_callback),
 	};
 
 	tu_time_bound(0);

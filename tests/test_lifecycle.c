@@ -1597,6 +1597,91 @@ test_lifecycle_completed_never_decreases(void **state)
 	assert_int_equal(tpe_destroy(pool), 0);
 }
 
+/* ---- a hand-back callback that waits for termination ------------------ */
+
+/*
+ * tpe_shutdown_now and tpe_purge deliver tasks to a callback on the
+ * calling thread, and termination waits until that delivery is over: a
+ * callback that waits for termination (or destroys the pool) would wait
+ * for itself. It gets EDEADLK, as a worker does. Before the fix it slept
+ * until its timeout (ETIMEDOUT), and tpe_destroy there never returned.
+ */
+struct self_wait {
+	tpe_t *pool;
+	int calls;         /* atomic */
+	int await_rc;      /* the first call's results */
+	int destroy_rc;
+};
+
+static void
+self_wait_cb(tpe_fn fn, void *arg, void *ctx)
+{
+	struct self_wait *w = ctx;
+
+	(void)fn;
+	(void)arg;
+	if (__atomic_add_fetch(&w->calls, 1, __ATOMIC_SEQ_CST) != 1)
+		return;
+	w->await_rc = tpe_await_termination(w->pool, 2 * TU_S);
+	/* Only where the wait was refused: otherwise this would hang. */
+	w->destroy_rc = w->await_rc == EDEADLK ? tpe_destroy(w->pool) : -1;
+}
+
+static void *
+noop_call(void *arg)
+{
+	return arg;
+}
+
+static void
+test_lifecycle_handback_callback_waits_on_itself(void **state)
+{
+	struct tu_latch started, release;
+	struct tu_blocker b = { &started, &release, NULL, 0 };
+	struct self_wait w = { NULL, 0, 0, 0 };
+	tpe_attr_t *a = attr_new(1, 1, TPE_QUEUE_UNBOUNDED, 0);
+	tpe_future_t *f;
+	int count = 0;
+	size_t purged = 0;
+
+	(void)state;
+	assert_int_equal(tpe_attr_set_discard_callback(a, self_wait_cb, &w),
+	    0);
+	w.pool = pool_from(a);
+	tu_latch_init(&started, 1);
+	tu_latch_init(&release, 1);
+	assert_int_equal(tpe_execute(w.pool, tu_blocker_fn, &b), 0);
+	tu_latch_wait(&started);
+
+	/* tpe_purge: a cancelled future leaves the queue to the callback. */
+	assert_int_equal(tpe_submit(w.pool, noop_call, NULL, &f), 0);
+	assert_int_equal(tpe_future_cancel(f), 0);
+	assert_int_equal(tpe_purge(w.pool, &purged), 0);
+	assert_int_equal(purged, 1);
+	assert_int_equal(tu_load(&w.calls), 1);
+	assert_int_equal(w.await_rc, EDEADLK);
+	assert_int_equal(w.destroy_rc, EDEADLK);
+	tpe_future_release(f);
+
+	/* tpe_shutdown_now: the queued tasks go to the same callback. */
+	w.calls = 0;
+	w.await_rc = w.destroy_rc = 0;
+	assert_int_equal(tpe_execute(w.pool, tu_count_fn, &count), 0);
+	assert_int_equal(tpe_execute(w.pool, tu_count_fn, &count), 0);
+	assert_int_equal(tpe_shutdown_now(w.pool, self_wait_cb, &w), 0);
+	assert_int_equal(tu_load(&w.calls), 2);
+	assert_int_equal(w.await_rc, EDEADLK);
+	assert_int_equal(w.destroy_rc, EDEADLK);
+
+	/* Outside the callback the same thread may wait again. */
+	tu_latch_count_down(&release);
+	assert_int_equal(tpe_await_termination(w.pool, -1), 0);
+	assert_int_equal(tpe_destroy(w.pool), 0);
+	assert_int_equal(count, 0);
+	tu_latch_destroy(&started);
+	tu_latch_destroy(&release);
+}
+
 int
 main(void)
 {
@@ -1631,6 +1716,7 @@ main(void)
 		cmocka_unit_test(test_lifecycle_remove_empties_queue_then_terminates),
 		cmocka_unit_test(test_lifecycle_purge_empties_queue_then_terminates),
 		cmocka_unit_test(test_lifecycle_completed_never_decreases),
+		cmocka_unit_test(test_lifecycle_handback_callback_waits_on_itself),
 	};
 
 	tu_time_bound(0);

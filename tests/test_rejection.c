@@ -10,6 +10,9 @@
 
 #include "testutil.h"
 
+#include "pool.h"
+#include "sync.h"
+
 #define EV_TIMEOUT (10 * TU_S)
 #define CUSTOM (-1) /* "policy" value meaning: install reject_handler */
 
@@ -764,6 +767,77 @@ test_rejection_saturated_then_shutdown_now(void **state)
 	saturated_then_shutdown(true);
 }
 
+/* ---- DISCARD_OLDEST never drops a task handed to a waiting worker ----- */
+
+/*
+ * White-box: a hand-off queue holds a node only between the offer that
+ * gave it to a waiting worker and that worker's poll. DISCARD_OLDEST must
+ * find nothing to drop there (tpe_attr_set_rejection(3)); before the fix it
+ * took that node, so a task accepted for an idle worker was discarded and
+ * the new one ran instead. The state is built under the pool's lock: one
+ * waiting worker counted in q->takers, its node offered, not yet polled.
+ */
+static bool
+match_any(const struct tpe__task *t, void *ctx)
+{
+	(void)t;
+	(void)ctx;
+	return true;
+}
+
+static void
+discard_oldest_skips_handed(enum tpe_policy policy)
+{
+	tpe_attr_t *a;
+	tpe_t *p;
+	struct tpe__queue *q;
+	struct tpe__task *handed, *newer, *victim = NULL;
+	struct tpe__task_list out;
+	int count = 0;
+
+	assert_int_equal(tpe_attr_create(&a), 0);
+	assert_int_equal(tpe_attr_set_pool_size(a, 0, 1), 0);
+	assert_int_equal(tpe_attr_set_queue(a, TPE_QUEUE_HANDOFF, 0), 0);
+	assert_int_equal(tpe_attr_set_policy(a, policy), 0);
+	assert_int_equal(tpe_attr_set_rejection(a,
+	    TPE_REJECT_DISCARD_OLDEST), 0);
+	assert_int_equal(tpe_create(&p, a), 0);
+	tpe_attr_destroy(a);
+	q = p->queue;
+	handed = tpe__task_new(p, tu_count_fn, &count, NULL, &handed);
+	newer = tpe__task_new(p, tu_count_fn, &count, NULL, &newer);
+	assert_non_null(handed);
+	assert_non_null(newer);
+
+	tpe__mutex_lock(&p->lock);
+	q->takers = 1; /* one worker waits in tpe__queue_take */
+	assert_int_equal(q->ops->offer(q, handed), 0);
+	tpe__mutex_unlock(&p->lock);
+
+	assert_int_equal(tpe__pool_replace_oldest(p, newer, &victim), EAGAIN);
+	assert_null(victim);
+
+	tpe__mutex_lock(&p->lock);
+	assert_int_equal(q->ops->size(q), 1); /* still the worker's */
+	tpe__task_list_init(&out);
+	assert_int_equal(q->ops->remove_if(q, match_any, NULL, 1, &out), 1);
+	assert_ptr_equal(out.head, handed);
+	q->takers = 0;
+	tpe__mutex_unlock(&p->lock);
+	tpe__task_free(p, handed);
+	tpe__task_free(p, newer);
+	assert_int_equal(tpe_destroy(p), 0);
+	assert_int_equal(count, 0);
+}
+
+static void
+test_rejection_discard_oldest_skips_handed_task(void **state)
+{
+	(void)state;
+	discard_oldest_skips_handed(TPE_POLICY_QUEUE_FIRST);
+	discard_oldest_skips_handed(TPE_POLICY_SCALE_FIRST);
+}
+
 int
 main(void)
 {
@@ -785,6 +859,7 @@ main(void)
 		cmocka_unit_test(test_rejection_after_shutdown_idle_pool),
 		cmocka_unit_test(test_rejection_saturated_then_shutdown),
 		cmocka_unit_test(test_rejection_saturated_then_shutdown_now),
+		cmocka_unit_test(test_rejection_discard_oldest_skips_handed_task),
 	};
 
 	tu_time_bound(0);

@@ -614,6 +614,76 @@ test_resize_task_resizes_own_pool(void **state)
 	tu_latch_destroy(&s.done);
 }
 
+/* ---- lowering max below the live workers, with tasks queued ----------- */
+
+/*
+ * Java lets a worker above max leave after its task whenever another
+ * worker remains, so the queued tasks run on the new, smaller pool. The
+ * four workers are busy on a gate, six tasks queue behind them, max goes
+ * to 1; from then on each queued task sees one worker in the statistics
+ * and runs alone. (Before the fix, all four workers stayed until the queue
+ * was empty: the first queued task saw pool_size 4.)
+ */
+struct shrink_probe {
+	int running;        /* atomic: queued tasks running now */
+	int most_running;   /* atomic: the most at once */
+	int most_size;      /* atomic: the largest pool_size a task saw */
+	tpe_t *pool;
+	struct tu_latch *done;
+};
+
+static void
+atomic_max(int *p, int v)
+{
+	int cur = __atomic_load_n(p, __ATOMIC_SEQ_CST);
+
+	while (v > cur && !__atomic_compare_exchange_n(p, &cur, v, false,
+	    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+		;
+}
+
+static void
+shrink_probe_fn(void *arg)
+{
+	struct shrink_probe *p = arg;
+	int now = __atomic_add_fetch(&p->running, 1, __ATOMIC_SEQ_CST);
+
+	atomic_max(&p->most_running, now);
+	atomic_max(&p->most_size, (int)tu_stats(p->pool).pool_size);
+	__atomic_sub_fetch(&p->running, 1, __ATOMIC_SEQ_CST);
+	tu_latch_count_down(p->done);
+}
+
+static void
+test_resize_lower_max_with_queued_tasks(void **state)
+{
+	tpe_t *pool = pool_ka(4, 4, 60 * TU_S, false, TPE_QUEUE_UNBOUNDED, 0);
+	struct tu_latch started, release, done;
+	struct tu_blocker b[4];
+	struct shrink_probe probe = { 0, 0, 0, pool, &done };
+	int i;
+
+	(void)state;
+	tu_latch_init(&started, 4);
+	tu_latch_init(&release, 1);
+	tu_latch_init(&done, 6);
+	blockers_init(b, 4, &started, &release);
+	for (i = 0; i < 4; i++)
+		assert_int_equal(tpe_execute(pool, tu_blocker_fn, &b[i]), 0);
+	tu_latch_wait(&started);
+	for (i = 0; i < 6; i++)
+		assert_int_equal(tpe_execute(pool, shrink_probe_fn, &probe), 0);
+	assert_int_equal(tpe_set_pool_size(pool, 1, 1), 0);
+	tu_latch_count_down(&release);
+	tu_latch_wait(&done);
+	assert_int_equal(tu_load(&probe.most_size), 1);
+	assert_int_equal(tu_load(&probe.most_running), 1);
+	assert_int_equal(tpe_destroy(pool), 0);
+	tu_latch_destroy(&started);
+	tu_latch_destroy(&release);
+	tu_latch_destroy(&done);
+}
+
 int
 main(void)
 {
@@ -633,6 +703,7 @@ main(void)
 		cmocka_unit_test(test_resize_prestart_core_threads),
 		cmocka_unit_test(test_resize_prestart_partial),
 		cmocka_unit_test(test_resize_task_resizes_own_pool),
+		cmocka_unit_test(test_resize_lower_max_with_queued_tasks),
 	};
 
 	tu_time_bound(0);

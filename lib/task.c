@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * task.c - a task's life: made, then run on a worker, run in the caller,
+ * handed back or discarded, or freed unaccepted; each way ends the node
+ * the same way, on the pool's return stack (node.c).
+ *
+ * Design notes
+ * ------------
+ * A function here that calls user code on a thread that is not the pool's
+ * worker first copies what it needs out of the node and ends it: the
+ * callback may destroy the pool afterwards where the manual allows it. A
+ * worker ends the node after the task (the pool outlives its workers), so
+ * that the node goes back warm, and the submitter that reuses it finds it
+ * on the return stack at its next allocation.
+ *
+ * fork() from user code: in the child only the forking thread exists, and
+ * the atfork handler (registry.c) has marked every pool terminated and
+ * reset its counters. A thread that comes back from user code into pool
+ * code in the child must therefore touch neither the pool nor the future
+ * (whose lock a parent thread may hold): every call into user code here is
+ * followed by tpe__forked_since(), and the functions return false so that
+ * their caller returns at once too. The rule is in tpe(7), "Fork".
+ *
+ * Ownership of a future: a task node made by tpe_submit holds the pool's
+ * reference to its future; whoever ends the node without handing that
+ * reference on (to a custom rejection handler's pair) drops it.
+ */
+#include <stdlib.h>
+
+#include "future.h"
+#include "pool.h"
+#include "registry.h"
+#include "task.h"
+
+/* The one way a node ends: back to its pool's return stack. */
+static void
+end(tpe_t *pool, struct tpe__task *t)
+{
+	tpe__node_put(&pool->returns, t);
+}
+
+struct tpe__task *
+tpe__task_new(tpe_t *pool, tpe_fn fn, void *arg, struct tpe_future *f,
+    const void *owner)
+{
+	struct tpe__task *t = tpe__node_get(&pool->returns);
+
+	if (t != NULL) {
+		t->next = NULL;
+		t->fn = fn;
+		t->arg = arg;
+		t->future = f;
+		t->owner = owner;
+	}
+	return t;
+}
+
+void
+tpe__task_free(tpe_t *pool, struct tpe__task *t)
+{
+	end(pool, t);
+}
+
+/* The argument the user gave: the callable's for a tpe_submit task. */
+static void *
+user_arg(const struct tpe__task *t)
+{
+	return t->future != NULL ? t->future->arg : t->arg;
+}
+
+bool
+tpe__task_hand_back(tpe_t *pool, struct tpe__task *t, tpe_handback_fn cb,
+    void *ctx)
+{
+	struct tpe_future *f = t->future;
+	tpe_fn fn = f != NULL ? NULL : t->fn;
+	void *arg = user_arg(t);
+	unsigned gen = tpe__fork_gen();
+
+	end(pool, t);
+	if (f != NULL)
+		tpe__future_cancel(f);
+	if (cb != NULL) {
+		cb(fn, arg, ctx);
+		if (tpe__forked_since(gen))
+			return false;
+	}
+	if (f != NULL)
+		tpe__future_unref(f);
+	return true;
+}
+
+bool
+tpe__task_discard(tpe_t *pool, struct tpe__task *t)
+{
+	return tpe__task_hand_back(pool, t, pool->attr.discard,
+	    pool->attr.discard_ctx);
+}
+
+bool
+tpe__task_hand_back_list(tpe_t *pool, struct tpe__task_list *l,
+    tpe_handback_fn cb, void *ctx)
+{
+	/* Termination waits for this list (pool->handing_back): a callback
+	 * that waits for it would wait for itself (tpe_await_termination's
+	 * EDEADLK). */
+	tpe_t *outer = tpe__tls_hook_pool;
+	struct tpe__task *t;
+	bool ok = true;
+
+	tpe__tls_hook_pool = pool;
+	while (ok && (t = tpe__task_list_pop(l)) != NULL)
+		ok = tpe__task_hand_back(pool, t, cb, ctx);
+	/* Forked in a callback: the rest are the parent's to hand back. */
+	tpe__tls_hook_pool = outer;
+	return ok;
+}
+
+void
+tpe__task_run_inline(tpe_t *pool, struct tpe__task *t)
+{
+	struct tpe_future *f = t->future;
+	tpe_fn fn = t->fn;
+	void *arg = t->arg;
+
+	end(pool, t);
+	if (f == NULL)
+		fn(arg);
+	else if (tpe__future_run(f) != TPE__FORKED)
+		tpe__future_unref(f);
+}
+
+/* A tpe_submit task that a custom rejection handler took, as fn(arg). */
+static void
+run_handed_future(void *arg)
+{
+	struct tpe_future *f = arg;
+
+	if (tpe__future_run(f) != TPE__FORKED)
+		tpe__future_unref(f);
+}
+
+int
+tpe__task_offer_to_handler(tpe_t *pool, struct tpe__task *t,
+    tpe_reject_fn handler, void *ctx)
+{
+	struct tpe_future *f = t->future;
+	int rc;
+
+	if (f != NULL)
+		rc = handler(pool, run_handed_future, f, ctx);
+	else
+		rc = handler(pool, t->fn, t->arg, ctx);
+	/* Taken: the pair (and with it the pool's reference to f) is the
+	 * handler's now; refused: the node goes back to the caller. */
+	if (rc == 0)
+		end(pool, t);
+	return rc;
+}
+
+bool
+tpe__task_run(tpe_t *pool, struct tpe__task *t)
+{
+	const struct tpe_attr *a = &pool->attr;
+	struct tpe_future *f = t->future;
+	tpe_fn fn = t->fn;
+	void *arg = user_arg(t);
+	unsigned gen = tpe__fork_gen();
+	enum tpe__future_run_result r;
+
+	if (f != NULL && !tpe__future_is_new(f)) {
+		/* Cancelled while queued: a no-op that still counts as
+		 * completed; the discard callback gets it. */
+		return tpe__task_discard(pool, t);
+	}
+	if (a->before != NULL) {
+		a->before(pool, fn, arg, a->task_hook_ctx);
+		if (tpe__forked_since(gen))
+			return false;
+	}
+	if (f == NULL) {
+		fn(arg);
+		if (tpe__forked_since(gen))
+			return false;
+		r = TPE__RAN;
+	} else {
+		r = tpe__future_run(f);
+		if (r == TPE__FORKED)
+			return false;
+	}
+	if (a->after != NULL) {
+		a->after(pool, fn, arg, a->task_hook_ctx);
+		if (tpe__forked_since(gen))
+			return false;
+	}
+	end(pool, t);
+	if (f == NULL)
+		return true;
+	if (r == TPE__RAN) {
+		tpe__future_unref(f);
+		return true;
+	}
+	/* Cancelled between the check above and the run: the discard
+	 * callback gets it, as if it had been cancelled in the queue. */
+	if (a->discard != NULL) {
+		a->discard(NULL, arg, a->discard_ctx);
+		if (tpe__forked_since(gen))
+			return false;
+	}
+	tpe__future_unref(f);
+	return true;
+}
