@@ -167,7 +167,7 @@ child_checks(tpe_t *pool, tpe_future_t *f, int *counts, int ncounts,
 		return 16;
 	if (tu_now_ns() - t0 > 10 * TU_S)
 		return 17;   /* "at once": a generous sanity bound only */
-	if (tpe_get_stats(pool, &s) != 0)
+	if (tpe_get_stats(pool, &s, sizeof(s)) != 0)
 		return 18;
 	if (s.pool_size != 0)
 		return 19;
@@ -305,7 +305,8 @@ test_fork_pools_in_every_state(void **state)
 				_exit(20 + i);
 			if (tpe_await_termination(all[i], -1) != 0)
 				_exit(30 + i);
-			if (tpe_get_stats(all[i], &s) != 0 || s.pool_size != 0)
+			if (tpe_get_stats(all[i], &s, sizeof(s)) != 0 ||
+			    s.pool_size != 0)
 				_exit(40 + i);
 			if (tpe_prestart_core_threads(all[i], NULL) != ECANCELED)
 				_exit(50 + i);

@@ -172,7 +172,7 @@ tu_stats(const tpe_t *pool)
 {
 	struct tpe_stats s;
 
-	assert_int_equal(tpe_get_stats(pool, &s), 0);
+	assert_int_equal(tpe_get_stats(pool, &s, sizeof(s)), 0);
 	return s;
 }
 
