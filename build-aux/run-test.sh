@@ -5,7 +5,12 @@
 # usage: run-test.sh [--no-tap] PROGRAM [ARG...]
 #
 # The program is killed after $TPE_TEST_TIMEOUT seconds (default 300) when
-# timeout(1) is available. Its standard output is rewritten for automake's
+# timeout(1) is available. For slow build machines, TPE_TEST_TIME_SCALE, a
+# whole number from 1 to 1000 (anything else counts as 1), multiplies this
+# bound and the one each test binary sets itself (tu_time_bound in
+# tests/testutil.h, 120 seconds), so the outer bound stays the larger.
+#
+# The program's standard output is rewritten for automake's
 # tap-driver.sh: cmocka prints one "1..N" plan per test group and reports a
 # skipped case as "not ok N # SKIP", which the driver would count as a
 # failure. Here the results are numbered across groups, "not ok N # SKIP"
@@ -24,7 +29,12 @@ if test $# -eq 0; then
 	exit 99
 fi
 
-secs=${TPE_TEST_TIMEOUT:-300}
+scale=${TPE_TEST_TIME_SCALE:-1}
+case $scale in
+[1-9] | [1-9][0-9] | [1-9][0-9][0-9] | 1000) ;;
+*) scale=1 ;;
+esac
+secs=$((${TPE_TEST_TIMEOUT:-300} * scale))
 if test -z "${TIMEOUT+set}"; then
 	TIMEOUT=timeout
 fi

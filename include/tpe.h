@@ -96,7 +96,8 @@ enum tpe_rejection {
 
 /*
  * Statistics snapshot, taken under the pool's lock. This struct only ever
- * grows at its end.
+ * grows at its end: tpe_get_stats takes the caller's sizeof and writes no
+ * more than that, zeroing the fields the library does not know.
  */
 struct tpe_stats {
 	size_t pool_size;         /* live worker threads */
@@ -163,7 +164,8 @@ TPE_API int tpe_set_allow_core_timeout(tpe_t *pool, bool allow);
 TPE_API int tpe_prestart_core_threads(tpe_t *pool, size_t *started);
 TPE_API int tpe_remove(tpe_t *pool, tpe_fn fn, void *arg);
 TPE_API int tpe_purge(tpe_t *pool, size_t *purged);
-TPE_API int tpe_get_stats(const tpe_t *pool, struct tpe_stats *stats);
+TPE_API int tpe_get_stats(const tpe_t *pool, struct tpe_stats *stats,
+    size_t size);
 
 /* ---- futures ---------------------------------------------------------- */
 

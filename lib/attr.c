@@ -5,19 +5,17 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "attr.h"
+#include "cpu.h"
 
 #define DEFAULT_KEEP_ALIVE_NS (INT64_C(60) * 1000000000)
 
 void
 tpe__attr_defaults(struct tpe_attr *a)
 {
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-
 	memset(a, 0, sizeof(*a));
-	a->core = a->max = ncpu > 0 ? (size_t)ncpu : 1;
+	a->core = a->max = tpe__cpu_count();
 	a->keep_alive_ns = DEFAULT_KEEP_ALIVE_NS;
 	a->queue_kind = TPE_QUEUE_UNBOUNDED;
 	a->policy = TPE_POLICY_QUEUE_FIRST;

@@ -14,6 +14,7 @@
 #include "registry.h"
 #include "task.h"
 #include "rejection.h"
+#include "sized.h"
 #include "sync.h"
 #include "worker.h"
 
@@ -872,12 +873,14 @@ tpe_purge(tpe_t *pool, size_t *purged)
 }
 
 int
-tpe_get_stats(const tpe_t *cpool, struct tpe_stats *s)
+tpe_get_stats(const tpe_t *cpool, struct tpe_stats *stats, size_t size)
 {
 	tpe_t *pool = (tpe_t *)cpool; /* the lock is not part of the value */
+	struct tpe_stats snap, *s = &snap;
 	bool ended;
 
-	if (pool == NULL || s == NULL)
+	if (pool == NULL ||
+	    tpe__sized_check(&tpe__stats_layout, stats, size) != 0)
 		return EINVAL;
 	memset(s, 0, sizeof(*s));
 	tpe__mutex_lock(&pool->lock);
@@ -894,6 +897,7 @@ tpe_get_stats(const tpe_t *cpool, struct tpe_stats *s)
 	s->completed = pool->completed;
 	s->rejected = pool->rejected;
 	tpe__mutex_unlock(&pool->lock);
+	tpe__sized_copy(&tpe__stats_layout, stats, size, s);
 	return 0;
 }
 

@@ -4,6 +4,7 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include "cpu.h"
 #include "queue.h"
 #include "sync.h"
 
@@ -14,13 +15,11 @@
 static bool
 can_spin(void)
 {
-	static int ncpu; /* A: racy first use is harmless (same value) */
-	int n = __atomic_load_n(&ncpu, __ATOMIC_RELAXED);
+	static size_t ncpu; /* A: racy first use is harmless (same value) */
+	size_t n = __atomic_load_n(&ncpu, __ATOMIC_RELAXED);
 
 	if (n == 0) {
-		long v = sysconf(_SC_NPROCESSORS_ONLN);
-
-		n = v > 0 ? (int)v : 1;
+		n = tpe__cpu_count();
 		__atomic_store_n(&ncpu, n, __ATOMIC_RELAXED);
 	}
 	return n > 1;

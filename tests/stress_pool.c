@@ -321,7 +321,7 @@ run_round(struct totals *t, int nthreads, size_t n, uint64_t *rs, bool verbose)
 			violation("tpe_await_termination returned %d", rc);
 		if (!tpe_is_terminated(r.pool))
 			violation("not terminated after await_termination");
-		if (tpe_get_stats(r.pool, &st) != 0)
+		if (tpe_get_stats(r.pool, &st, sizeof(st)) != 0)
 			violation("tpe_get_stats failed");
 		else if (st.pool_size != 0 || st.active != 0 || st.idle != 0 ||
 		    st.queued != 0)

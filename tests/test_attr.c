@@ -10,17 +10,21 @@
 #include <limits.h>
 #include <sched.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "testutil.h"
 
 #define EV_TIMEOUT (10 * TU_S)
 
+/* The processors this thread may run on: the default pool size. */
 static size_t
-online_cpus(void)
+allowed_cpus(void)
 {
-	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	cpu_set_t set;
 
-	return n > 0 ? (size_t)n : 1;
+	assert_int_equal(sched_getaffinity(0, sizeof(set), &set), 0);
+	assert_true(CPU_COUNT(&set) > 0);
+	return (size_t)CPU_COUNT(&set);
 }
 
 /* Creates a pool from attr (asserting success) and destroys the attr. */
@@ -140,7 +144,7 @@ test_attr_create_null(void **state)
 	tpe_attr_destroy(NULL); /* a no-op */
 }
 
-/* Item 9, 10: a default attr gives core == max == online CPUs, a fresh pool
+/* Item 9, 10: a default attr gives core == max == allowed CPUs, a fresh pool
  * has no thread and zero counters. */
 static void
 test_attr_defaults(void **state)
@@ -149,8 +153,8 @@ test_attr_defaults(void **state)
 	struct tpe_stats s = tu_stats(p);
 
 	(void)state;
-	assert_int_equal(s.core_size, online_cpus());
-	assert_int_equal(s.max_size, online_cpus());
+	assert_int_equal(s.core_size, allowed_cpus());
+	assert_int_equal(s.max_size, allowed_cpus());
 	assert_int_equal(s.pool_size, 0);
 	assert_int_equal(s.active, 0);
 	assert_int_equal(s.idle, 0);
@@ -173,7 +177,7 @@ test_attr_defaults_queue_unbounded_and_name(void **state)
 	static struct tu_blocker b[64];
 	static int count;
 	static struct probe pr;
-	size_t ncpu = online_cpus(), nb, i;
+	size_t ncpu = allowed_cpus(), nb, i;
 	tpe_t *p = pool_from(new_attr());
 	struct tpe_stats s;
 
@@ -224,8 +228,8 @@ test_attr_create_pool_null_args(void **state)
 	p = NULL;
 	assert_int_equal(tpe_create(&p, NULL), 0);
 	assert_non_null(p);
-	assert_int_equal(tu_stats(p).core_size, online_cpus());
-	assert_int_equal(tu_stats(p).max_size, online_cpus());
+	assert_int_equal(tu_stats(p).core_size, allowed_cpus());
+	assert_int_equal(tu_stats(p).max_size, allowed_cpus());
 	assert_int_equal(tu_stats(p).pool_size, 0);
 	assert_int_equal(tpe_destroy(p), 0);
 }
@@ -459,7 +463,7 @@ assert_all_idle(tpe_t *p, size_t ncore)
 static void
 test_attr_default_allow_core_timeout_false(void **state)
 {
-	size_t ncpu = online_cpus();
+	size_t ncpu = allowed_cpus();
 	tpe_attr_t *a = new_attr();
 	tpe_t *pn = NULL, *pa;
 
@@ -504,7 +508,7 @@ test_attr_default_allow_core_timeout_false(void **state)
 static void
 test_attr_default_keep_alive(void **state)
 {
-	size_t ncpu = online_cpus();
+	size_t ncpu = allowed_cpus();
 	tpe_attr_t *a = new_attr();
 	tpe_t *pn = NULL, *pa;
 
@@ -1137,6 +1141,75 @@ test_attr_hooks(void **state)
 	    n_discard, 0);
 }
 
+/* ---- the default size follows the CPU affinity ------------------------- */
+
+/* 0 when a pool of default attributes, from tpe_create(NULL) and from
+ * tpe_attr_create, has core == max == want; else which check failed. */
+static int
+default_size_is(size_t want)
+{
+	struct tpe_stats s1, s2;
+	tpe_attr_t *a;
+	tpe_t *p1, *p2;
+
+	if (tpe_create(&p1, NULL) != 0 || tpe_attr_create(&a) != 0 ||
+	    tpe_create(&p2, a) != 0)
+		return 1;
+	tpe_attr_destroy(a);
+	if (tpe_get_stats(p1, &s1, sizeof(s1)) != 0 ||
+	    tpe_get_stats(p2, &s2, sizeof(s2)) != 0)
+		return 2;
+	if (s1.core_size != want || s1.max_size != want ||
+	    s2.core_size != want || s2.max_size != want)
+		return 3;
+	if (tpe_destroy(p1) != 0 || tpe_destroy(p2) != 0)
+		return 4;
+	return 0;
+}
+
+/* In a child whose affinity is the first n CPUs this thread may run on,
+ * the default pool size is n. */
+static void
+check_default_size_on(size_t n)
+{
+	cpu_set_t all, some;
+	size_t k = 0;
+	int i, status;
+	pid_t pid;
+
+	assert_int_equal(sched_getaffinity(0, sizeof(all), &all), 0);
+	CPU_ZERO(&some);
+	for (i = 0; i < CPU_SETSIZE && k < n; i++)
+		if (CPU_ISSET(i, &all)) {
+			CPU_SET(i, &some);
+			k++;
+		}
+	assert_int_equal(k, n);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		tu_time_bound(10); /* alarms are not inherited */
+		if (sched_setaffinity(0, sizeof(some), &some) != 0)
+			_exit(10);
+		_exit(default_size_is(n));
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+/* The default core and max count the CPUs this process may run on (its
+ * affinity), not the CPUs online. */
+static void
+test_attr_default_size_is_affinity(void **state)
+{
+	(void)state;
+	assert_int_equal(default_size_is(allowed_cpus()), 0);
+	check_default_size_on(1);
+	if (allowed_cpus() >= 2)
+		check_default_size_on(2);
+}
+
 int
 main(void)
 {
@@ -1164,6 +1237,7 @@ main(void)
 		cmocka_unit_test(test_attr_stack_size),
 		cmocka_unit_test(test_attr_pthread_attr),
 		cmocka_unit_test(test_attr_hooks),
+		cmocka_unit_test(test_attr_default_size_is_affinity),
 	};
 
 	tu_time_bound(0);

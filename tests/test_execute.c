@@ -437,7 +437,7 @@ stats_task_fn(void *arg)
 {
 	struct stats_task *t = arg;
 
-	t->rc = tpe_get_stats(t->pool, &t->inside);
+	t->rc = tpe_get_stats(t->pool, &t->inside, sizeof(t->inside));
 	tu_latch_count_down(&t->started);
 	tu_latch_wait(&t->release);
 }
@@ -558,9 +558,9 @@ test_execute_get_stats_einval(void **state)
 	tpe_t *p = tu_pool(1, 1, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
 
 	(void)state;
-	assert_int_equal(tpe_get_stats(NULL, &s), EINVAL);
-	assert_int_equal(tpe_get_stats(p, NULL), EINVAL);
-	assert_int_equal(tpe_get_stats(NULL, NULL), EINVAL);
+	assert_int_equal(tpe_get_stats(NULL, &s, sizeof(s)), EINVAL);
+	assert_int_equal(tpe_get_stats(p, NULL, sizeof(s)), EINVAL);
+	assert_int_equal(tpe_get_stats(NULL, NULL, sizeof(s)), EINVAL);
 	assert_int_equal(tpe_destroy(p), 0);
 }
 

@@ -149,7 +149,7 @@ child_checks(tpe_t *pool, tpe_future_t *f, int *counts, int ncounts,
 	int64_t t0;
 	int i, rc;
 
-	alarm(5);   /* alarms are not inherited: bound the child too */
+	tu_time_bound(5); /* alarms are not inherited: bound the child too */
 	if (tpe_execute(pool, tu_count_fn, &dummy) != ECANCELED)
 		return 10;
 	if (tpe_submit(pool, ret_arg_fn, &dummy, &g) != ECANCELED)
@@ -167,7 +167,7 @@ child_checks(tpe_t *pool, tpe_future_t *f, int *counts, int ncounts,
 		return 16;
 	if (tu_now_ns() - t0 > 10 * TU_S)
 		return 17;   /* "at once": a generous sanity bound only */
-	if (tpe_get_stats(pool, &s) != 0)
+	if (tpe_get_stats(pool, &s, sizeof(s)) != 0)
 		return 18;
 	if (s.pool_size != 0)
 		return 19;
@@ -297,7 +297,7 @@ test_fork_pools_in_every_state(void **state)
 		struct tpe_stats s;
 		int i;
 
-		alarm(5);
+		tu_time_bound(5);
 		for (i = 0; i < 4; i++) {
 			if (tpe_execute(all[i], tu_count_fn, &count) != ECANCELED)
 				_exit(10 + i);
@@ -305,7 +305,8 @@ test_fork_pools_in_every_state(void **state)
 				_exit(20 + i);
 			if (tpe_await_termination(all[i], -1) != 0)
 				_exit(30 + i);
-			if (tpe_get_stats(all[i], &s) != 0 || s.pool_size != 0)
+			if (tpe_get_stats(all[i], &s, sizeof(s)) != 0 ||
+			    s.pool_size != 0)
 				_exit(40 + i);
 			if (tpe_prestart_core_threads(all[i], NULL) != ECANCELED)
 				_exit(50 + i);
@@ -348,7 +349,7 @@ test_fork_without_any_pool(void **state)
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
-		alarm(5);
+		tu_time_bound(5);
 		_exit(child_new_pool_works(10));
 	}
 	assert_int_equal(child_status(pid), 0);
@@ -376,7 +377,7 @@ test_fork_twice(void **state)
 		pid_t gpid;
 		int st, rc;
 
-		alarm(5);
+		tu_time_bound(5);
 		tu_latch_init(&started, 1);
 		tu_latch_init(&release, 1);
 		if (tpe_create(&p, NULL) != 0)
@@ -388,7 +389,7 @@ test_fork_twice(void **state)
 		if (gpid < 0)
 			_exit(12);
 		if (gpid == 0) {
-			alarm(5);
+			tu_time_bound(5);
 			if (tpe_execute(p, tu_nop_fn, NULL) != ECANCELED)
 				_exit(20);
 			if (!tpe_is_terminated(p))
@@ -452,7 +453,7 @@ test_fork_while_submitting(void **state)
 		if (pid == 0) {
 			int dummy = 0;
 
-			alarm(5);
+			tu_time_bound(5);
 			if (tpe_execute(h.pool, tu_count_fn, &dummy) != ECANCELED)
 				_exit(10);
 			if (!tpe_is_terminated(h.pool))
@@ -499,7 +500,7 @@ test_fork_idle_workers_asleep(void **state)
 		pid = fork();
 		assert_true(pid >= 0);
 		if (pid == 0) {
-			alarm(5);
+			tu_time_bound(5);
 			if (tpe_execute(pool, tu_nop_fn, NULL) != ECANCELED)
 				_exit(10);
 			if (tpe_destroy(pool) != 0)
@@ -561,7 +562,7 @@ test_fork_future_waited_on_in_parent(void **state)
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
-		alarm(5);
+		tu_time_bound(5);
 		if (tpe_destroy(pool) != 0)
 			_exit(10);
 		tpe_future_release(f);

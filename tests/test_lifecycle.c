@@ -88,7 +88,8 @@ hb_fn(tpe_fn fn, void *arg, void *ctx)
 		l->arg[l->n] = arg;
 		if (l->pool != NULL) {
 			l->shutdown_seen[l->n] = tpe_is_shutdown(l->pool);
-			l->stats_rc[l->n] = tpe_get_stats(l->pool, &s);
+			l->stats_rc[l->n] = tpe_get_stats(l->pool, &s,
+			    sizeof(s));
 		}
 	}
 	l->n++;
@@ -134,7 +135,7 @@ hook_fn(tpe_t *pool, void *ctx)
 	h->await_forever = tpe_await_termination(pool, -1);
 	h->await_timed = tpe_await_termination(pool, TU_S);
 	h->destroy_rc = tpe_destroy(pool);
-	h->stats_rc = tpe_get_stats(pool, &h->stats);
+	h->stats_rc = tpe_get_stats(pool, &h->stats, sizeof(h->stats));
 	__atomic_add_fetch(&h->calls, 1, __ATOMIC_SEQ_CST);
 	if (h->entered)
 		tu_latch_count_down(h->entered);
@@ -1524,8 +1525,8 @@ mono_task(void *arg)
 	struct tpe_stats s;
 
 	/* This task runs: it is submitted and not completed. */
-	if (tpe_get_stats(m->pool, &s) != 0 || s.completed < mono_last ||
-	    s.completed >= s.submitted)
+	if (tpe_get_stats(m->pool, &s, sizeof(s)) != 0 ||
+	    s.completed < mono_last || s.completed >= s.submitted)
 		__atomic_add_fetch(&m->violations, 1, __ATOMIC_SEQ_CST);
 	else
 		mono_last = s.completed;

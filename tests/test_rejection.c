@@ -97,7 +97,8 @@ static int
 reject_handler(tpe_t *pool, tpe_fn fn, void *arg, void *ctx)
 {
 	rec_add(&handled, pool, fn, arg, ctx);
-	handler_stats_rc = tpe_get_stats(pool, &handler_stats);
+	handler_stats_rc = tpe_get_stats(pool, &handler_stats,
+	    sizeof(handler_stats));
 	switch (handler_mode) {
 	case H_RUN:
 		fn(arg);

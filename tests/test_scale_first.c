@@ -266,7 +266,7 @@ static void
 inv_check(const tpe_t *pool, struct inv_rec *r)
 {
 	struct tpe_stats s;
-	int rc = tpe_get_stats(pool, &s);
+	int rc = tpe_get_stats(pool, &s, sizeof(s));
 
 	pthread_mutex_lock(&r->lock);
 	r->checks++;

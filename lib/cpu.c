@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: MIT */
+/* cpu.c - how many processors this process may run on (cpu.h). */
+#include "config.h"
+
+#include <sched.h>
+#include <unistd.h>
+
+#include "cpu.h"
+
+size_t
+tpe__cpu_count(void)
+{
+	long n;
+#ifdef HAVE_SCHED_GETAFFINITY
+	cpu_set_t set;
+
+	/* Fails only where more than CPU_SETSIZE processors may exist. */
+	if (sched_getaffinity(0, sizeof(set), &set) == 0 &&
+	    CPU_COUNT(&set) > 0)
+		return (size_t)CPU_COUNT(&set);
+#endif
+	n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n > 0 ? (size_t)n : 1;
+}
