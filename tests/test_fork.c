@@ -674,7 +674,7 @@ forking_task(void *arg)
 
 	pid = fork();
 	if (pid == 0) {
-		alarm(5); /* alarms are not inherited: bound the child */
+		tu_time_bound(5); /* not inherited: bound the child */
 		child_checks_in_task(k->pool);
 		return; /* back into the library, in the child */
 	}
@@ -806,7 +806,7 @@ forking_drained(tpe_fn fn, void *arg, void *ctx)
 		return;
 	pid = fork();
 	if (pid == 0) {
-		alarm(5);
+		tu_time_bound(5);
 		/* Back in the child, tpe_shutdown_now returns at once, below. */
 		(void)pool;
 		return;
