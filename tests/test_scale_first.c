@@ -4,8 +4,8 @@
  * research/java_tpe.md §c.4 and the barrier test of issue 3.
  *
  * A task stranded in the queue shows up as a latch that never opens; every
- * such wait here is timed (tu_latch_wait_for) so a regression fails the
- * test instead of hanging it.
+ * such wait here is timed (tu_latch_wait_for, testutil.h) so a regression
+ * fails the test instead of hanging it.
  */
 #include "testutil.h"
 
@@ -13,29 +13,6 @@
 #include <string.h>
 
 #define BOUND (10 * TU_S) /* far beyond any correct run; only bugs reach it */
-
-/* Waits until the latch opens or `timeout_ns` passes; true if it opened. */
-static bool
-tu_latch_wait_for(struct tu_latch *l, int64_t timeout_ns)
-{
-	struct timespec ts;
-	bool open;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += timeout_ns / TU_S;
-	ts.tv_nsec += timeout_ns % TU_S;
-	if (ts.tv_nsec >= TU_S) {
-		ts.tv_sec++;
-		ts.tv_nsec -= TU_S;
-	}
-	pthread_mutex_lock(&l->lock);
-	while (l->count > 0 &&
-	    pthread_cond_timedwait(&l->cond, &l->lock, &ts) == 0)
-		;
-	open = l->count == 0;
-	pthread_mutex_unlock(&l->lock);
-	return open;
-}
 
 static tpe_t *
 scale_pool(size_t core, size_t max, enum tpe_queue_kind kind, size_t cap,
