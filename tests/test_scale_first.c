@@ -14,24 +14,6 @@
 
 #define BOUND (10 * TU_S) /* far beyond any correct run; only bugs reach it */
 
-static tpe_t *
-scale_pool(size_t core, size_t max, enum tpe_queue_kind kind, size_t cap,
-    int64_t keep_alive_ns)
-{
-	tpe_attr_t *a;
-	tpe_t *p;
-
-	assert_int_equal(tpe_attr_create(&a), 0);
-	assert_int_equal(tpe_attr_set_pool_size(a, core, max), 0);
-	assert_int_equal(tpe_attr_set_queue(a, kind, cap), 0);
-	assert_int_equal(tpe_attr_set_policy(a, TPE_POLICY_SCALE_FIRST), 0);
-	if (keep_alive_ns >= 0)
-		assert_int_equal(tpe_attr_set_keep_alive(a, keep_alive_ns), 0);
-	assert_int_equal(tpe_create(&p, a), 0);
-	tpe_attr_destroy(a);
-	return p;
-}
-
 /* S1 + S2: grow to max before queueing, then queue, then reject. */
 static void
 test_scale_first_grows_then_queues_then_rejects(void **state)
@@ -44,7 +26,9 @@ test_scale_first_grows_then_queues_then_rejects(void **state)
 	(void)state;
 	tu_latch_init(&started, 4);
 	tu_latch_init(&release, 1);
-	tpe_t *p = scale_pool(2, 4, TPE_QUEUE_BOUNDED, 10, -1);
+	tpe_t *p = tu_pool_with(&(struct tu_pool_opts){
+	    .policy = TPE_POLICY_SCALE_FIRST, .core = 2, .max = 4,
+	    .queue = TPE_QUEUE_BOUNDED, .capacity = 10 });
 
 	for (i = 0; i < 4; i++)
 		assert_int_equal(tpe_execute(p, tu_blocker_fn, &b), 0);
@@ -77,22 +61,19 @@ test_scale_first_grows_then_queues_then_rejects(void **state)
 static void
 test_scale_first_reuses_idle_worker(void **state)
 {
-	struct tu_latch started, release, done;
-	struct tu_blocker b = { &started, &release, NULL, 0 };
+	struct tu_saturation sat;
+	struct tu_latch done;
 	struct tu_blocker quick = { NULL, NULL, &done, 0 };
-	int i;
 
 	(void)state;
-	tu_latch_init(&started, 3);
-	tu_latch_init(&release, 1);
 	tu_latch_init(&done, 1);
-	tpe_t *p = scale_pool(2, 4, TPE_QUEUE_UNBOUNDED, 0, TU_S * 3600);
+	tpe_t *p = tu_pool_with(&(struct tu_pool_opts){
+	    .policy = TPE_POLICY_SCALE_FIRST, .core = 2, .max = 4,
+	    .keep_alive = TU_S * 3600 });
 
-	for (i = 0; i < 3; i++)
-		assert_int_equal(tpe_execute(p, tu_blocker_fn, &b), 0);
-	assert_true(tu_latch_wait_for(&started, BOUND));
+	tu_saturate(p, 3, 0, &sat);
 	assert_int_equal(tu_stats(p).pool_size, 3);
-	tu_latch_count_down(&release);
+	tu_unsaturate(&sat);
 	/* All three workers go back to waiting (idle is counted in take). */
 	assert_true(TU_EVENTUALLY(tu_stats(p).idle == 3, BOUND));
 
@@ -102,8 +83,7 @@ test_scale_first_reuses_idle_worker(void **state)
 	assert_int_equal(tu_stats(p).largest_pool_size, 3);
 
 	assert_int_equal(tpe_destroy(p), 0);
-	tu_latch_destroy(&started);
-	tu_latch_destroy(&release);
+	tu_saturation_destroy(&sat);
 	tu_latch_destroy(&done);
 }
 
@@ -142,7 +122,10 @@ test_scale_first_burst_from_idle(void **state)
 	for (round = 0; round < 50; round++) {
 		tu_latch_init(&started, 4);
 		tu_latch_init(&release, 1);
-		c.pool = scale_pool(1, 4, TPE_QUEUE_BOUNDED, 16, TU_S * 3600);
+		c.pool = tu_pool_with(&(struct tu_pool_opts){
+		    .policy = TPE_POLICY_SCALE_FIRST, .core = 1, .max = 4,
+		    .queue = TPE_QUEUE_BOUNDED, .capacity = 16,
+		    .keep_alive = TU_S * 3600 });
 		c.rc = 0;
 		assert_int_equal(tpe_prestart_core_threads(c.pool, &n), 0);
 		assert_int_equal(n, 1);
@@ -328,22 +311,15 @@ test_scale_first_keep_alive_races_submit(void **state)
 		/* n submits in all: a quarter per (submitters, core) pair. */
 		per = n / 4 / nsub > 0 ? n / 4 / nsub : 1;
 		for (core = 0; core <= 1; core++) {
-			tpe_attr_t *a;
 			tpe_t *p;
 
 			inv_init(&inv);
-			assert_int_equal(tpe_attr_create(&a), 0);
-			assert_int_equal(tpe_attr_set_pool_size(a, core, 2), 0);
-			assert_int_equal(tpe_attr_set_policy(a,
-			    TPE_POLICY_SCALE_FIRST), 0);
-			assert_int_equal(tpe_attr_set_keep_alive(a, keep_alive),
-			    0);
-			assert_int_equal(tpe_attr_set_allow_core_timeout(a, true),
-			    0);
-			assert_int_equal(tpe_attr_set_task_hooks(a, inv_hook,
-			    inv_hook, &inv), 0);
-			assert_int_equal(tpe_create(&p, a), 0);
-			tpe_attr_destroy(a);
+			p = tu_pool_with(&(struct tu_pool_opts){
+			    .policy = TPE_POLICY_SCALE_FIRST,
+			    .core = (size_t)core, .max = 2,
+			    .keep_alive = keep_alive, .allow_core_timeout = true,
+			    .before = inv_hook, .after = inv_hook,
+			    .task_hooks_ctx = &inv });
 			for (i = 0; i < nsub; i++) {
 				memset(&sub[i], 0, sizeof(sub[i]));
 				sub[i].pool = p;
@@ -441,7 +417,6 @@ test_scale_first_counters_stay_exact(void **state)
 	struct hb_log discards, drained;
 	tpe_future_t *f1, *f2;
 	struct tpe_stats s;
-	tpe_attr_t *a;
 	tpe_t *p;
 	size_t purged;
 	void *res;
@@ -455,17 +430,11 @@ test_scale_first_counters_stay_exact(void **state)
 	tu_latch_init(&release2, 1);
 	log_init(&discards);
 	log_init(&drained);
-	assert_int_equal(tpe_attr_create(&a), 0);
-	assert_int_equal(tpe_attr_set_pool_size(a, 1, 4), 0);
-	assert_int_equal(tpe_attr_set_queue(a, TPE_QUEUE_BOUNDED, 4), 0);
-	assert_int_equal(tpe_attr_set_policy(a, TPE_POLICY_SCALE_FIRST), 0);
-	assert_int_equal(tpe_attr_set_rejection(a, TPE_REJECT_DISCARD_OLDEST),
-	    0);
-	assert_int_equal(tpe_attr_set_discard_callback(a, log_fn, &discards),
-	    0);
-	assert_int_equal(tpe_attr_set_keep_alive(a, TU_S * 3600), 0);
-	assert_int_equal(tpe_create(&p, a), 0);
-	tpe_attr_destroy(a);
+	p = tu_pool_with(&(struct tu_pool_opts){
+	    .policy = TPE_POLICY_SCALE_FIRST, .core = 1, .max = 4,
+	    .queue = TPE_QUEUE_BOUNDED, .capacity = 4,
+	    .rejection = TPE_REJECT_DISCARD_OLDEST, .discard = log_fn,
+	    .discard_ctx = &discards, .keep_alive = TU_S * 3600 });
 
 	/* At max (4 running), then a full queue: x, f1, f2, y. */
 	for (i = 0; i < 4; i++)
@@ -647,17 +616,11 @@ test_scale_first_submit_races_shutdown(void **state)
 
 	(void)state;
 	for (round = 0; round < 40; round++) {
-		tpe_attr_t *a;
-
 		memset(&r, 0, sizeof(r));
-		assert_int_equal(tpe_attr_create(&a), 0);
-		assert_int_equal(tpe_attr_set_pool_size(a, 1, 3), 0);
-		assert_int_equal(tpe_attr_set_queue(a, TPE_QUEUE_BOUNDED, 64), 0);
-		assert_int_equal(tpe_attr_set_policy(a, TPE_POLICY_SCALE_FIRST), 0);
-		assert_int_equal(tpe_attr_set_discard_callback(a, slot_handback,
-		    NULL), 0);
-		assert_int_equal(tpe_create(&r.pool, a), 0);
-		tpe_attr_destroy(a);
+		r.pool = tu_pool_with(&(struct tu_pool_opts){
+		    .policy = TPE_POLICY_SCALE_FIRST, .core = 1, .max = 3,
+		    .queue = TPE_QUEUE_BOUNDED, .capacity = 64,
+		    .discard = slot_handback });
 		pthread_barrier_init(&r.go, NULL, RACE_THREADS + 1);
 		for (i = 0; i < RACE_THREADS; i++) {
 			ra[i].r = &r;
@@ -694,7 +657,10 @@ test_scale_first_resize(void **state)
 	(void)state;
 	tu_latch_init(&started, 4);
 	tu_latch_init(&release, 1);
-	tpe_t *p = scale_pool(1, 2, TPE_QUEUE_BOUNDED, 8, TU_S * 3600);
+	tpe_t *p = tu_pool_with(&(struct tu_pool_opts){
+	    .policy = TPE_POLICY_SCALE_FIRST, .core = 1, .max = 2,
+	    .queue = TPE_QUEUE_BOUNDED, .capacity = 8,
+	    .keep_alive = TU_S * 3600 });
 
 	for (i = 0; i < 4; i++)
 		assert_int_equal(tpe_execute(p, tu_blocker_fn, &b), 0);
@@ -761,7 +727,9 @@ test_scale_first_barrier_parties_all_run(void **state)
 	(void)state;
 	for (round = 0; round < 5; round++) {
 		memset(&c, 0, sizeof(c));
-		c.pool = scale_pool(2, PARTIES, TPE_QUEUE_UNBOUNDED, 0, -1);
+		c.pool = tu_pool_with(&(struct tu_pool_opts){
+		    .policy = TPE_POLICY_SCALE_FIRST, .core = 2,
+		    .max = PARTIES });
 		tu_latch_init(&c.all_arrived, PARTIES);
 		tu_latch_init(&c.finished, PARTIES);
 		pthread_barrier_init(&c.go, NULL, SUBMITTERS);
@@ -783,118 +751,88 @@ test_scale_first_barrier_parties_all_run(void **state)
 static void
 test_scale_first_queue_first_would_queue(void **state)
 {
-	struct tu_latch started, release;
-	struct tu_blocker b = { &started, &release, NULL, 0 };
-	int i;
+	struct tu_saturation sat;
 
 	(void)state;
-	tu_latch_init(&started, 2);
-	tu_latch_init(&release, 1);
 	tpe_t *p = tu_pool(2, 4, TPE_QUEUE_BOUNDED, 10, TPE_REJECT_ABORT);
 
-	for (i = 0; i < 4; i++)
-		assert_int_equal(tpe_execute(p, tu_blocker_fn, &b), 0);
-	assert_true(tu_latch_wait_for(&started, BOUND));
+	tu_saturate(p, 2, 2, &sat);
 	assert_int_equal(tu_stats(p).pool_size, 2);
 	assert_int_equal(tu_stats(p).queued, 2);
-	tu_latch_count_down(&release);
+	tu_unsaturate(&sat);
 	assert_int_equal(tpe_destroy(p), 0);
-	tu_latch_destroy(&started);
-	tu_latch_destroy(&release);
+	tu_saturation_destroy(&sat);
 }
 
 /* A hand-off queue: scale-first behaves like queue-first (never queues). */
 static void
 test_scale_first_handoff(void **state)
 {
-	struct tu_latch started, release;
-	struct tu_blocker b = { &started, &release, NULL, 0 };
-	int i;
+	struct tu_saturation sat;
+	int x = 0;
 
 	(void)state;
-	tu_latch_init(&started, 3);
-	tu_latch_init(&release, 1);
-	tpe_t *p = scale_pool(0, 3, TPE_QUEUE_HANDOFF, 0, -1);
+	tpe_t *p = tu_pool_with(&(struct tu_pool_opts){
+	    .policy = TPE_POLICY_SCALE_FIRST, .core = 0, .max = 3,
+	    .queue = TPE_QUEUE_HANDOFF });
 
-	for (i = 0; i < 3; i++)
-		assert_int_equal(tpe_execute(p, tu_blocker_fn, &b), 0);
-	assert_true(tu_latch_wait_for(&started, BOUND));
-	assert_int_equal(tpe_execute(p, tu_blocker_fn, &b), EAGAIN);
+	tu_saturate(p, 3, 0, &sat);
+	assert_int_equal(tpe_execute(p, tu_count_fn, &x), EAGAIN);
 	assert_int_equal(tu_stats(p).queued, 0);
-	tu_latch_count_down(&release);
+	tu_unsaturate(&sat);
 	assert_int_equal(tpe_destroy(p), 0);
-	tu_latch_destroy(&started);
-	tu_latch_destroy(&release);
+	tu_saturation_destroy(&sat);
 }
 
 /* Every rejection policy still applies once the re-enqueue finds no room. */
 static void
 test_scale_first_caller_runs_when_full(void **state)
 {
-	struct tu_latch started, release;
-	struct tu_blocker b = { &started, &release, NULL, 0 };
-	tpe_attr_t *a;
+	struct tu_saturation sat;
 	tpe_t *p;
 	int x = 0;
 
 	(void)state;
-	tu_latch_init(&started, 1);
-	tu_latch_init(&release, 1);
-	assert_int_equal(tpe_attr_create(&a), 0);
-	assert_int_equal(tpe_attr_set_pool_size(a, 1, 1), 0);
-	assert_int_equal(tpe_attr_set_queue(a, TPE_QUEUE_BOUNDED, 1), 0);
-	assert_int_equal(tpe_attr_set_policy(a, TPE_POLICY_SCALE_FIRST), 0);
-	assert_int_equal(tpe_attr_set_rejection(a, TPE_REJECT_CALLER_RUNS), 0);
-	assert_int_equal(tpe_create(&p, a), 0);
-	tpe_attr_destroy(a);
+	p = tu_pool_with(&(struct tu_pool_opts){
+	    .policy = TPE_POLICY_SCALE_FIRST, .core = 1, .max = 1,
+	    .queue = TPE_QUEUE_BOUNDED, .capacity = 1,
+	    .rejection = TPE_REJECT_CALLER_RUNS });
 
-	assert_int_equal(tpe_execute(p, tu_blocker_fn, &b), 0);
-	assert_true(tu_latch_wait_for(&started, BOUND));
+	tu_saturate(p, 1, 0, &sat);
 	assert_int_equal(tpe_execute(p, tu_count_fn, &x), 0); /* re-enqueued */
 	assert_int_equal(tu_stats(p).queued, 1);
 	assert_int_equal(tpe_execute(p, tu_count_fn, &x), 0); /* caller runs */
 	assert_int_equal(tu_load(&x), 1);
 	assert_int_equal(tu_stats(p).rejected, 1);
-	tu_latch_count_down(&release);
+	tu_unsaturate(&sat);
 	assert_int_equal(tpe_destroy(p), 0);
 	assert_int_equal(tu_load(&x), 2);
-	tu_latch_destroy(&started);
-	tu_latch_destroy(&release);
+	tu_saturation_destroy(&sat);
 }
 
 /* Discard-oldest under scale-first: the freed slot goes to the new task. */
 static void
 test_scale_first_discard_oldest(void **state)
 {
-	struct tu_latch started, release;
-	struct tu_blocker b = { &started, &release, NULL, 0 };
-	tpe_attr_t *a;
+	struct tu_saturation sat;
 	tpe_t *p;
 	int x = 0, y = 0;
 
 	(void)state;
-	tu_latch_init(&started, 1);
-	tu_latch_init(&release, 1);
-	assert_int_equal(tpe_attr_create(&a), 0);
-	assert_int_equal(tpe_attr_set_pool_size(a, 1, 1), 0);
-	assert_int_equal(tpe_attr_set_queue(a, TPE_QUEUE_BOUNDED, 1), 0);
-	assert_int_equal(tpe_attr_set_policy(a, TPE_POLICY_SCALE_FIRST), 0);
-	assert_int_equal(tpe_attr_set_rejection(a, TPE_REJECT_DISCARD_OLDEST),
-	    0);
-	assert_int_equal(tpe_create(&p, a), 0);
-	tpe_attr_destroy(a);
+	p = tu_pool_with(&(struct tu_pool_opts){
+	    .policy = TPE_POLICY_SCALE_FIRST, .core = 1, .max = 1,
+	    .queue = TPE_QUEUE_BOUNDED, .capacity = 1,
+	    .rejection = TPE_REJECT_DISCARD_OLDEST });
 
-	assert_int_equal(tpe_execute(p, tu_blocker_fn, &b), 0);
-	assert_true(tu_latch_wait_for(&started, BOUND));
+	tu_saturate(p, 1, 0, &sat);
 	assert_int_equal(tpe_execute(p, tu_count_fn, &x), 0); /* queued */
 	assert_int_equal(tpe_execute(p, tu_count_fn, &y), 0); /* replaces x */
 	assert_int_equal(tu_stats(p).queued, 1);
-	tu_latch_count_down(&release);
+	tu_unsaturate(&sat);
 	assert_int_equal(tpe_destroy(p), 0);
 	assert_int_equal(x, 0);
 	assert_int_equal(y, 1);
-	tu_latch_destroy(&started);
-	tu_latch_destroy(&release);
+	tu_saturation_destroy(&sat);
 }
 
 int
