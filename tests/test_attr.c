@@ -3,8 +3,8 @@
  * test_attr.c - tpe_attr_* setters (success, every documented error, a
  * failing setter leaves the attribute object unchanged), tpe_create's
  * argument handling and defaults, and the version API.
- * Java behaviours (research/java_tpe.md part (a)): A 1-5, 9, 10; B 11, 12,
- * 17, 18 (their attribute-time equivalents).
+ * Java behaviours (doc/java-behaviours.md): A 1-5, 9, 10; B 11, 12, 17, 18
+ * (their attribute-time equivalents).
  */
 #define _GNU_SOURCE
 #include <limits.h>
@@ -272,7 +272,7 @@ test_attr_destroyed_after_create(void **state)
 	tu_latch_destroy(&release);
 }
 
-/* ---- pool size (items 1-5) --------------------------------------------- */
+/* ---- invalid pool sizes are refused (items 1-5) ------------------------ */
 
 static void
 test_attr_pool_size(void **state)
@@ -616,7 +616,7 @@ test_attr_policy(void **state)
 }
 
 /* Scale-first: with the core thread busy, a new task starts a thread up to
- * max before it is queued (DESIGN.md section 4). */
+ * max before it is queued (tpe_attr_set_policy(3)). */
 static void
 test_attr_policy_scale_first(void **state)
 {
@@ -645,7 +645,7 @@ test_attr_policy_scale_first(void **state)
 	tu_saturation_destroy(&sat);
 }
 
-/* ---- rejection (item 12) ------------------------------------------------ */
+/* ---- setting the rejection policy or handler (item 12) ----------------- */
 
 struct reject_rec {
 	pthread_mutex_t lock;

@@ -3,7 +3,7 @@
  * test_execute.c - tpe_execute's three steps and the queue interplay,
  * statistics, thread names, task and thread hooks, tpe_remove, tpe_purge,
  * tpe_wait_idle, tpe_pause / tpe_resume.
- * Java behaviours (research/java_tpe.md part (a)): C 19-28, F 57-63.
+ * Java behaviours (doc/java-behaviours.md): C 19-28, F 57-63.
  */
 #define _GNU_SOURCE
 #include <signal.h>
@@ -739,7 +739,7 @@ test_execute_thread_hooks(void **state)
 	tu_latch_destroy(&release);
 }
 
-/* ---- item 63: tpe_remove ----------------------------------------------- */
+/* ---- item 63: tpe_remove takes back a queued task, not a running one --- */
 
 static int n_discarded;
 static tpe_fn discarded_fn[16];
@@ -821,7 +821,7 @@ test_execute_remove_done_task(void **state)
 	assert_int_equal(count, 1);
 }
 
-/* ---- item 62: tpe_purge ------------------------------------------------- */
+/* ---- item 62: cancelled futures stay queued until tpe_purge ------------- */
 
 static void
 test_execute_purge(void **state)

@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_failure.c - deterministic failure injection: pthread_create and
- * malloc/calloc failing inside the library (Java behaviours 54-56, and the
- * Samba rule of research/c_landscape.md (d)).
+ * malloc/calloc failing inside the library (Java behaviours 54-56 of
+ * doc/java-behaviours.md). The rule checked is the one Samba's pthreadpool
+ * follows: when no worker can be started for a task, the task is still
+ * accepted if a live worker will take it from the queue later, and refused
+ * with the error if none is alive (or the queue has no room), so an
+ * accepted task is never left with nobody to run it.
  *
  * Linked with -Wl,--wrap=malloc,--wrap=calloc,--wrap=pthread_create: the
  * library's (and this file's) calls go through the __wrap_ functions below,

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_fork.c - the fork() contract (SEMANTICS.md "fork()"): in the child a
+ * test_fork.c - the fork() contract (tpe(7), "Fork"): in the child a
  * pool created before the fork has no threads and is terminated; its queued
  * tasks are dropped without running or being handed back; new pools work.
  * The parent's pool is not disturbed.

@@ -2,7 +2,8 @@
 /*
  * test_future.c - tpe_submit and futures: results, timed gets, cancel,
  * several waiters, early release, cancelled tasks left in the queue
- * (Java behaviours 80-90 and 94, section H of research/java_tpe.md).
+ * (Java behaviours 80-83, 86, 88, 90 and 94 of doc/java-behaviours.md; the
+ * rest of its section H has no C analogue, as that file says).
  *
  * Helper threads and tasks never call cmocka's assert macros: they record
  * what they saw and the test thread asserts it.

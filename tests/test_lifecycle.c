@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_lifecycle.c - shutdown, shutdown-now, termination, the terminated
- * hook, await_termination and destroy (Java behaviours 37-53, section E of
- * research/java_tpe.md), termination reached through tpe_remove/tpe_purge
+ * hook, await_termination and destroy (Java behaviours 37-53 of
+ * doc/java-behaviours.md), termination reached through tpe_remove/tpe_purge
  * (item 63) and the monotonic completed count (item 60).
  *
  * Helper threads, tasks and hooks never call cmocka's assert macros (they
@@ -536,7 +536,7 @@ test_lifecycle_edeadlk_from_task(void **state)
 	tu_latch_destroy(&done);
 }
 
-/* ---- shutdown_now (item 43) ------------------------------------------- */
+/* ---- shutdown_now hands back the queue, in order (item 43) ------------ */
 
 static void
 test_lifecycle_shutdown_now_hands_back_queue_in_order(void **state)
@@ -1211,7 +1211,11 @@ test_lifecycle_disposition_invariant_race(void **state)
 	free(r.slots);
 }
 
-/* Java's ShutdownNowExecuteRace: P(10,10,3 days,ABQ(10)), shutdown_now at once. */
+/*
+ * Item 47 (Java's ShutdownNowExecuteRace): P(10,10,3 days,ABQ(10)) shut
+ * down with shutdown_now right after the submitters start, 256 times:
+ * every pool terminates and every task is accounted for exactly once.
+ */
 static void
 test_lifecycle_shutdown_now_execute_race(void **state)
 {

@@ -3,7 +3,7 @@
  * test_rejection.c - the rejection policies (ABORT, CALLER_RUNS, DISCARD,
  * DISCARD_OLDEST, custom handler) for tpe_execute and tpe_submit, their
  * counters, and submissions after shutdown (ECANCELED, no handler).
- * Java behaviours (research/java_tpe.md part (a)): D 29-37, E 46.
+ * Java behaviours (doc/java-behaviours.md): D 29-37, E 46.
  */
 #define _GNU_SOURCE
 #include <string.h>
@@ -156,7 +156,7 @@ callrec_task(void *arg)
 	(void)callrec_fn(arg);
 }
 
-/* ---- ABORT (items 29, 36) ----------------------------------------------- */
+/* ---- ABORT: EAGAIN, the caller keeps the task (items 29, 36) ----------- */
 
 static void
 test_rejection_abort(void **state)
@@ -219,7 +219,7 @@ test_rejection_abort_submit(void **state)
 	tu_saturation_destroy(&sat);
 }
 
-/* ---- CALLER_RUNS (item 31) ---------------------------------------------- */
+/* ---- CALLER_RUNS: the submitting thread runs it (item 31) -------------- */
 
 static void
 test_rejection_caller_runs(void **state)
@@ -286,7 +286,7 @@ test_rejection_caller_runs_submit(void **state)
 	tu_saturation_destroy(&sat);
 }
 
-/* ---- DISCARD (item 30) -------------------------------------------------- */
+/* ---- DISCARD: dropped, to the discard callback (item 30) --------------- */
 
 static void
 test_rejection_discard(void **state)
@@ -375,7 +375,7 @@ test_rejection_discard_submit(void **state)
 	tu_saturation_destroy(&sat);
 }
 
-/* ---- DISCARD_OLDEST (item 33) ------------------------------------------- */
+/* ---- DISCARD_OLDEST: the queue's head makes room (item 33) ------------- */
 
 static void
 test_rejection_discard_oldest(void **state)
@@ -473,7 +473,7 @@ test_rejection_discard_oldest_handoff(void **state)
 	tu_saturation_destroy(&sat);
 }
 
-/* ---- custom handler (item 35) ------------------------------------------- */
+/* ---- a custom handler, called once per refused task (item 35) --------- */
 
 static void
 test_rejection_custom_handler_accepts(void **state)
@@ -589,7 +589,7 @@ test_rejection_custom_handler_submit(void **state)
 	tu_saturation_destroy(&sat);
 }
 
-/* ---- after shutdown (items 32, 34, 37) ---------------------------------- */
+/* ---- after shutdown: ECANCELED, no policy runs (items 32, 34, 37) ------ */
 
 static void
 after_shutdown_check(int policy)

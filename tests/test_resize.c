@@ -3,8 +3,8 @@
  * test_resize.c - dynamic sizing: tpe_set_pool_size, tpe_set_keep_alive,
  * tpe_set_allow_core_timeout, keep-alive expiry, tpe_prestart_core_threads,
  * and a task resizing its own pool.
- * Java behaviours (research/java_tpe.md part (a)): B 13-17 (pool setters),
- * F 64, 65, G 68-76, 79.
+ * Java behaviours (doc/java-behaviours.md): B 13-17 (pool setters), F 64,
+ * 65, G 68-76, 79.
  */
 #define _GNU_SOURCE
 #include <string.h>
@@ -46,7 +46,7 @@ test_resize_set_pool_size_errors(void **state)
 	check_sizes(p, 2, 3);
 	assert_int_equal(tpe_set_pool_size(p, (size_t)-1, 3), EINVAL);
 	check_sizes(p, 2, 3);
-	/* Item 16. */
+	/* Item 16: a valid change reads back at once. */
 	assert_int_equal(tpe_set_pool_size(p, 2, 5), 0);
 	check_sizes(p, 2, 5);
 	assert_int_equal(tpe_set_pool_size(p, 2, 4), 0);
@@ -93,7 +93,7 @@ test_resize_set_pool_size_round_trips(void **state)
 	assert_int_equal(tpe_destroy(p), 0);
 }
 
-/* ---- items 71, 72, 79, 73: ConfigChanges -------------------------------- */
+/* ---- items 71-73, 79: resizing a busy pool, then its keep-alive -------- */
 
 static void
 test_resize_config_changes(void **state)
@@ -217,7 +217,7 @@ test_resize_keep_alive_unchanged_after_error(void **state)
 	assert_int_equal(tpe_destroy(p), 0);
 }
 
-/* ---- items 68, 69: allow-core-timeout ------------------------------------ */
+/* ---- items 68, 69: core threads time out only when allowed ------------- */
 
 static void
 test_resize_allow_core_timeout_true(void **state)
@@ -269,7 +269,7 @@ test_resize_allow_core_timeout_false(void **state)
 	assert_int_equal(tu_load(&count), 2);
 }
 
-/* ---- item 70: TimeOutShrink --------------------------------------------- */
+/* ---- item 70: timed-out threads shrink the pool to core, never below --- */
 
 static void
 test_resize_timeout_shrink_to_core(void **state)
@@ -411,7 +411,7 @@ test_resize_last_worker_drains_queue(void **state)
 	tu_saturation_destroy(&sat);
 }
 
-/* ---- items 64, 65: tpe_prestart_core_threads ---------------------------- */
+/* ---- items 64, 65: prestarting starts the missing core threads --------- */
 
 static void
 test_resize_prestart_core_threads(void **state)

@@ -1,7 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_scale_first.c - TPE_POLICY_SCALE_FIRST: S1-S8 of
- * research/java_tpe.md §c.4 and the barrier test of issue 3.
+ * test_scale_first.c - TPE_POLICY_SCALE_FIRST, which grows the pool to max
+ * before it queues. The eager pools of Tomcat and Dubbo that do this could
+ * queue a task for a worker that looked idle while that worker was timing
+ * out and leaving, stranding the task; libtpe decides "is a worker idle
+ * for it?" and "may this worker leave?" under one lock. The checks S1-S8
+ * are defined in doc/java-behaviours.md. The barrier test is what users
+ * meet: tasks that wait for each other finish only if none of them waits
+ * in the queue while the pool is below max.
  *
  * A task stranded in the queue shows up as a latch that never opens; every
  * such wait here is timed (tu_latch_wait_for, testutil.h) so a regression
@@ -155,7 +161,7 @@ test_scale_first_burst_from_idle(void **state)
  * placed around the worker's keep-alive deadline by a varying delay.
  *
  * Besides "every task starts", the loop checks the scale-first invariant
- * (DESIGN.md section 4, tpe_attr_set_policy(3)) on consistent snapshots
+ * (tpe_attr_set_policy(3)) on consistent snapshots
  * taken where it matters: by each submitter right after tpe_execute
  * returned (the moment its task may sit in the queue), and by the task
  * hooks on the worker (the moment a task left the queue, and the moment
@@ -680,8 +686,10 @@ test_scale_first_resize(void **state)
 }
 
 /*
- * Issue 3's barrier test: B tasks that all wait for each other complete
- * only if none is queued behind another. Submitted from 8 threads at once.
+ * The barrier test: PARTIES tasks that all wait for each other complete
+ * only if none is queued behind another, that is if the pool gives each
+ * its own thread before queueing (queue-first, with an unbounded queue,
+ * would stop at core and deadlock). Submitted from 8 threads at once.
  */
 #define PARTIES 48
 #define SUBMITTERS 8
