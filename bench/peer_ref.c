@@ -5,7 +5,9 @@
  * matters. Not a usable pool: its workers never sleep.
  *
  * Design notes
- *   Data path (research/jet_fast.md 3.4 and 5.3):
+ *   Data path: one inbox per worker, because a single word that every
+ *   submitter writes (a shared queue head, a shared counter) caps the whole
+ *   pool at the rate one cache line can move between cores:
  *   - one Treiber stack per worker; a submitter pushes with one CAS to the
  *     worker its thread-local round-robin counter names;
  *   - a worker takes its whole stack with one exchange, reverses it and

@@ -3,8 +3,8 @@
  * test_attr.c - tpe_attr_* setters (success, every documented error, a
  * failing setter leaves the attribute object unchanged), tpe_create's
  * argument handling and defaults, and the version API.
- * Java behaviours (research/java_tpe.md part (a)): A 1-5, 9, 10; B 11, 12,
- * 17, 18 (their attribute-time equivalents).
+ * Java behaviours (doc/java-behaviours.md): A 1-5, 9, 10; B 11, 12, 17, 18
+ * (their attribute-time equivalents).
  */
 #define _GNU_SOURCE
 #include <limits.h>
@@ -173,8 +173,7 @@ test_attr_defaults(void **state)
 static void
 test_attr_defaults_queue_unbounded_and_name(void **state)
 {
-	static struct tu_latch started, release;
-	static struct tu_blocker b[64];
+	static struct tu_saturation sat;
 	static int count;
 	static struct probe pr;
 	size_t ncpu = allowed_cpus(), nb, i;
@@ -182,20 +181,15 @@ test_attr_defaults_queue_unbounded_and_name(void **state)
 	struct tpe_stats s;
 
 	(void)state;
-	nb = ncpu < 64 ? ncpu : 64;
+	nb = ncpu < TU_SAT_MAX ? ncpu : TU_SAT_MAX;
 	/* First probe: the pool's first thread is "tpe-1". */
 	run_probe(p, &pr);
 	assert_string_equal(pr.name, "tpe-1");
 	assert_false(pthread_equal(pr.self, pthread_self()));
 	/* Occupy every core thread (ncpu of them; the pool may hold fewer
-	 * blockers if ncpu > 64, so use the rest of the core for nothing). */
-	tu_latch_init(&started, (long)nb);
-	tu_latch_init(&release, 1);
-	for (i = 0; i < nb; i++) {
-		b[i] = (struct tu_blocker){ &started, &release, NULL, 0 };
-		assert_int_equal(tpe_execute(p, tu_blocker_fn, &b[i]), 0);
-	}
-	tu_latch_wait(&started);
+	 * blockers if ncpu > TU_SAT_MAX, so use the rest of the core for
+	 * nothing). */
+	tu_saturate(p, nb, 0, &sat);
 	count = 0;
 	if (nb == ncpu) {
 		/* Saturated at max: an unbounded queue takes everything. */
@@ -206,11 +200,10 @@ test_attr_defaults_queue_unbounded_and_name(void **state)
 		assert_int_equal(s.rejected, 0);
 		assert_int_equal(s.pool_size, ncpu);
 	}
-	tu_latch_count_down(&release);
+	tu_unsaturate(&sat);
 	assert_int_equal(tpe_destroy(p), 0);
 	assert_int_equal(tu_load(&count), nb == ncpu ? 1000 : 0);
-	tu_latch_destroy(&started);
-	tu_latch_destroy(&release);
+	tu_saturation_destroy(&sat);
 }
 
 static void
@@ -283,7 +276,7 @@ test_attr_destroyed_after_create(void **state)
 	tu_latch_destroy(&release);
 }
 
-/* ---- pool size (items 1-5) --------------------------------------------- */
+/* ---- invalid pool sizes are refused (items 1-5) ------------------------ */
 
 static void
 test_attr_pool_size(void **state)
@@ -413,14 +406,10 @@ test_attr_allow_core_timeout_false(void **state)
 static void
 outlast_keep_alive(int64_t keep_alive_ns)
 {
-	tpe_attr_t *a = new_attr();
-	tpe_t *w;
+	tpe_t *w = tu_pool_with(&(struct tu_pool_opts){ .core = 1, .max = 1,
+	    .keep_alive = keep_alive_ns, .allow_core_timeout = true });
 	size_t n = 0;
 
-	assert_int_equal(tpe_attr_set_pool_size(a, 1, 1), 0);
-	assert_int_equal(tpe_attr_set_keep_alive(a, keep_alive_ns), 0);
-	assert_int_equal(tpe_attr_set_allow_core_timeout(a, true), 0);
-	w = pool_from(a);
 	assert_int_equal(tpe_prestart_core_threads(w, &n), 0);
 	assert_int_equal(n, 1);
 	assert_true(TU_EVENTUALLY(tu_stats(w).pool_size == 0, EV_TIMEOUT));
@@ -559,29 +548,21 @@ test_attr_queue_errors(void **state)
 static void
 check_capacity(tpe_t *p, size_t cap)
 {
-	static struct tu_latch started, release;
-	static struct tu_blocker b;
+	static struct tu_saturation sat;
 	static int count;
 	struct tpe_stats s;
-	size_t i;
 
-	tu_latch_init(&started, 1);
-	tu_latch_init(&release, 1);
-	b = (struct tu_blocker){ &started, &release, NULL, 0 };
 	count = 0;
-	assert_int_equal(tpe_execute(p, tu_blocker_fn, &b), 0);
-	tu_latch_wait(&started);
-	for (i = 0; i < cap; i++)
-		assert_int_equal(tpe_execute(p, tu_count_fn, &count), 0);
+	tu_saturate(p, 1, 0, &sat);
+	tu_fill_queue(p, cap, tu_count_fn, &count, 0);
 	assert_int_equal(tpe_execute(p, tu_count_fn, &count), EAGAIN);
 	s = tu_stats(p);
 	assert_int_equal(s.queued, cap);
 	assert_int_equal(s.rejected, 1);
-	tu_latch_count_down(&release);
+	tu_unsaturate(&sat);
 	assert_int_equal(tpe_destroy(p), 0);
 	assert_int_equal(tu_load(&count), (int)cap);
-	tu_latch_destroy(&started);
-	tu_latch_destroy(&release);
+	tu_saturation_destroy(&sat);
 }
 
 static void
@@ -615,8 +596,7 @@ test_attr_queue_handoff(void **state)
 static void
 test_attr_policy(void **state)
 {
-	static struct tu_latch started, release;
-	static struct tu_blocker b[2];
+	static struct tu_saturation sat;
 	tpe_attr_t *a = new_attr();
 	tpe_t *p;
 	struct tpe_stats s;
@@ -629,30 +609,23 @@ test_attr_policy(void **state)
 	assert_int_equal(tpe_attr_set_pool_size(a, 1, 2), 0);
 	p = pool_from(a);
 	/* Queue-first with an unbounded queue: never more than core. */
-	tu_latch_init(&started, 1);
-	tu_latch_init(&release, 1);
-	b[0] = (struct tu_blocker){ &started, &release, NULL, 0 };
-	b[1] = (struct tu_blocker){ NULL, &release, NULL, 0 };
-	assert_int_equal(tpe_execute(p, tu_blocker_fn, &b[0]), 0);
-	tu_latch_wait(&started);
-	assert_int_equal(tpe_execute(p, tu_blocker_fn, &b[1]), 0);
+	tu_saturate(p, 1, 1, &sat);
 	s = tu_stats(p);
 	assert_int_equal(s.pool_size, 1);
 	assert_int_equal(s.queued, 1);
-	tu_latch_count_down(&release);
+	tu_unsaturate(&sat);
 	assert_int_equal(tpe_destroy(p), 0);
-	assert_int_equal(b[1].ran, 1);
-	tu_latch_destroy(&started);
-	tu_latch_destroy(&release);
+	assert_int_equal(sat.b[1].ran, 1);
+	tu_saturation_destroy(&sat);
 }
 
 /* Scale-first: with the core thread busy, a new task starts a thread up to
- * max before it is queued (DESIGN.md section 4). */
+ * max before it is queued (tpe_attr_set_policy(3)). */
 static void
 test_attr_policy_scale_first(void **state)
 {
-	static struct tu_latch started, release;
-	static struct tu_blocker b[3];
+	static struct tu_saturation sat;
+	static struct tu_blocker queued;
 	tpe_attr_t *a = new_attr();
 	tpe_t *p;
 	struct tpe_stats s;
@@ -662,28 +635,21 @@ test_attr_policy_scale_first(void **state)
 	assert_int_equal(tpe_attr_set_policy(a, TPE_POLICY_SCALE_FIRST), 0);
 	assert_int_equal(tpe_attr_set_policy(a, (enum tpe_policy)5), EINVAL);
 	p = pool_from(a);
-	tu_latch_init(&started, 2);
-	tu_latch_init(&release, 1);
-	b[0] = (struct tu_blocker){ &started, &release, NULL, 0 };
-	b[1] = b[0];
-	b[2] = (struct tu_blocker){ NULL, &release, NULL, 0 };
-	assert_int_equal(tpe_execute(p, tu_blocker_fn, &b[0]), 0);
-	assert_int_equal(tpe_execute(p, tu_blocker_fn, &b[1]), 0);
-	tu_latch_wait(&started);
+	tu_saturate(p, 2, 0, &sat);
 	s = tu_stats(p);
 	assert_int_equal(s.pool_size, 2);
 	assert_int_equal(s.queued, 0);
 	/* At max: the queue takes it. */
-	assert_int_equal(tpe_execute(p, tu_blocker_fn, &b[2]), 0);
+	queued = (struct tu_blocker){ NULL, &sat.release, NULL, 0 };
+	assert_int_equal(tpe_execute(p, tu_blocker_fn, &queued), 0);
 	assert_int_equal(tu_stats(p).queued, 1);
-	tu_latch_count_down(&release);
+	tu_unsaturate(&sat);
 	assert_int_equal(tpe_destroy(p), 0);
-	assert_int_equal(b[2].ran, 1);
-	tu_latch_destroy(&started);
-	tu_latch_destroy(&release);
+	assert_int_equal(queued.ran, 1);
+	tu_saturation_destroy(&sat);
 }
 
-/* ---- rejection (item 12) ------------------------------------------------ */
+/* ---- setting the rejection policy or handler (item 12) ----------------- */
 
 struct reject_rec {
 	pthread_mutex_t lock;
@@ -737,26 +703,20 @@ rrec_calls(void)
 static int
 saturated_execute(tpe_attr_t *a, int *count)
 {
-	static struct tu_latch started, release;
-	static struct tu_blocker b;
+	static struct tu_saturation sat;
 	tpe_t *p;
 	int rc;
 
 	assert_int_equal(tpe_attr_set_pool_size(a, 1, 1), 0);
 	assert_int_equal(tpe_attr_set_queue(a, TPE_QUEUE_HANDOFF, 0), 0);
 	p = pool_from(a);
-	tu_latch_init(&started, 1);
-	tu_latch_init(&release, 1);
-	b = (struct tu_blocker){ &started, &release, NULL, 0 };
-	assert_int_equal(tpe_execute(p, tu_blocker_fn, &b), 0);
-	tu_latch_wait(&started);
+	tu_saturate(p, 1, 0, &sat);
 	*count = 0;
 	rc = tpe_execute(p, tu_count_fn, count);
 	assert_int_equal(tu_stats(p).rejected, 1);
-	tu_latch_count_down(&release);
+	tu_unsaturate(&sat);
 	assert_int_equal(tpe_destroy(p), 0);
-	tu_latch_destroy(&started);
-	tu_latch_destroy(&release);
+	tu_saturation_destroy(&sat);
 	return rc;
 }
 
@@ -1044,8 +1004,7 @@ reset_hook_counts(void)
 static void
 run_hooked(tpe_attr_t *a)
 {
-	static struct tu_latch started, release;
-	static struct tu_blocker b;
+	static struct tu_saturation sat;
 	static int count;
 	tpe_t *p;
 
@@ -1053,19 +1012,14 @@ run_hooked(tpe_attr_t *a)
 	assert_int_equal(tpe_attr_set_queue(a, TPE_QUEUE_HANDOFF, 0), 0);
 	assert_int_equal(tpe_attr_set_rejection(a, TPE_REJECT_DISCARD), 0);
 	p = pool_from(a);
-	tu_latch_init(&started, 1);
-	tu_latch_init(&release, 1);
-	b = (struct tu_blocker){ &started, &release, NULL, 0 };
 	count = 0;
-	assert_int_equal(tpe_execute(p, tu_blocker_fn, &b), 0);
-	tu_latch_wait(&started);
+	tu_saturate(p, 1, 0, &sat);
 	assert_int_equal(tpe_execute(p, tu_count_fn, &count), 0); /* discarded */
-	tu_latch_count_down(&release);
+	tu_unsaturate(&sat);
 	assert_int_equal(tpe_destroy(p), 0);
 	assert_int_equal(count, 0);
-	assert_int_equal(b.ran, 1);
-	tu_latch_destroy(&started);
-	tu_latch_destroy(&release);
+	assert_int_equal(sat.b[0].ran, 1);
+	tu_saturation_destroy(&sat);
 }
 
 static void

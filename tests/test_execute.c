@@ -3,7 +3,7 @@
  * test_execute.c - tpe_execute's three steps and the queue interplay,
  * statistics, thread names, task and thread hooks, tpe_remove, tpe_purge,
  * tpe_wait_idle, tpe_pause / tpe_resume.
- * Java behaviours (research/java_tpe.md part (a)): C 19-28, F 57-63.
+ * Java behaviours (doc/java-behaviours.md): C 19-28, F 57-63.
  */
 #define _GNU_SOURCE
 #include <signal.h>
@@ -12,38 +12,6 @@
 #include "testutil.h"
 
 #define EV_TIMEOUT (10 * TU_S)
-
-static tpe_t *
-pool_ka(size_t core, size_t max, int64_t keep_alive, enum tpe_queue_kind kind,
-    size_t cap)
-{
-	tpe_attr_t *a;
-	tpe_t *p;
-
-	assert_int_equal(tpe_attr_create(&a), 0);
-	assert_int_equal(tpe_attr_set_pool_size(a, core, max), 0);
-	assert_int_equal(tpe_attr_set_keep_alive(a, keep_alive), 0);
-	assert_int_equal(tpe_attr_set_queue(a, kind, cap), 0);
-	assert_int_equal(tpe_create(&p, a), 0);
-	tpe_attr_destroy(a);
-	return p;
-}
-
-static void
-blockers_init(struct tu_blocker *b, size_t n, struct tu_latch *started,
-    struct tu_latch *release)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		b[i] = (struct tu_blocker){ started, release, NULL, 0 };
-}
-
-static int
-ran(const struct tu_blocker *b)
-{
-	return __atomic_load_n(&b->ran, __ATOMIC_SEQ_CST);
-}
 
 static void *
 blocker_call(void *arg)
@@ -156,19 +124,13 @@ test_execute_core_thread_even_if_idle(void **state)
 static void
 test_execute_queues_at_core(void **state)
 {
-	static struct tu_latch started, release;
-	static struct tu_blocker b[5];
+	static struct tu_saturation sat;
 	tpe_t *p = tu_pool(1, 1, TPE_QUEUE_BOUNDED, 10, TPE_REJECT_ABORT);
 	struct tpe_stats s;
 	int i;
 
 	(void)state;
-	tu_latch_init(&started, 1);
-	tu_latch_init(&release, 1);
-	blockers_init(b, 5, &started, &release);
-	for (i = 0; i < 5; i++)
-		assert_int_equal(tpe_execute(p, tu_blocker_fn, &b[i]), 0);
-	tu_latch_wait(&started);
+	tu_saturate(p, 1, 4, &sat);
 	s = tu_stats(p);
 	assert_int_equal(s.pool_size, 1);
 	assert_int_equal(s.active, 1);
@@ -176,15 +138,14 @@ test_execute_queues_at_core(void **state)
 	assert_int_equal(s.submitted, 5);
 	assert_int_equal(s.completed, 0);
 	/* FIFO: the first is running, the others wait. */
-	assert_int_equal(ran(&b[0]), 1);
+	assert_int_equal(tu_ran(&sat.b[0]), 1);
 	for (i = 1; i < 5; i++)
-		assert_int_equal(ran(&b[i]), 0);
-	tu_latch_count_down(&release);
+		assert_int_equal(tu_ran(&sat.b[i]), 0);
+	tu_unsaturate(&sat);
 	assert_int_equal(tpe_destroy(p), 0);
 	for (i = 0; i < 5; i++)
-		assert_int_equal(ran(&b[i]), 1);
-	tu_latch_destroy(&started);
-	tu_latch_destroy(&release);
+		assert_int_equal(tu_ran(&sat.b[i]), 1);
+	tu_saturation_destroy(&sat);
 }
 
 /* ---- item 23: step 3, a non-core thread runs the NEW task --------------- */
@@ -213,7 +174,7 @@ test_execute_non_core_runs_new_task(void **state)
 	assert_int_equal(tpe_execute(p, tu_blocker_fn, &t3), 0);
 	tu_latch_wait(&s3);
 	s = tu_stats(p);
-	assert_int_equal(ran(&t2), 0);
+	assert_int_equal(tu_ran(&t2), 0);
 	assert_int_equal(tu_latch_count(&s2), 1);
 	assert_int_equal(s.queued, 1);
 	assert_int_equal(s.pool_size, 2);
@@ -222,9 +183,9 @@ test_execute_non_core_runs_new_task(void **state)
 	tu_latch_count_down(&release);
 	tu_latch_wait(&s2);
 	assert_int_equal(tpe_destroy(p), 0);
-	assert_int_equal(ran(&t1), 1);
-	assert_int_equal(ran(&t2), 1);
-	assert_int_equal(ran(&t3), 1);
+	assert_int_equal(tu_ran(&t1), 1);
+	assert_int_equal(tu_ran(&t2), 1);
+	assert_int_equal(tu_ran(&t3), 1);
 	tu_latch_destroy(&s1);
 	tu_latch_destroy(&s2);
 	tu_latch_destroy(&s3);
@@ -236,20 +197,13 @@ test_execute_non_core_runs_new_task(void **state)
 static void
 saturate_check(size_t core, size_t max, enum tpe_queue_kind kind, size_t cap)
 {
-	static struct tu_latch started, release;
-	static struct tu_blocker b[16];
+	static struct tu_saturation sat;
 	static int count;
-	size_t sat = max + cap, i;
+	size_t nsat = max + cap, i;
 	tpe_t *p = tu_pool(core, max, kind, cap, TPE_REJECT_ABORT);
 	struct tpe_stats s;
 
-	assert_true(sat <= 16);
-	tu_latch_init(&started, (long)max);
-	tu_latch_init(&release, 1);
-	blockers_init(b, sat, &started, &release);
-	for (i = 0; i < sat; i++)
-		assert_int_equal(tpe_execute(p, tu_blocker_fn, &b[i]), 0);
-	tu_latch_wait(&started);
+	tu_saturate(p, max, cap, &sat);
 	count = 0;
 	assert_int_equal(tpe_execute(p, tu_count_fn, &count), EAGAIN);
 	assert_int_equal(tpe_execute(p, tu_count_fn, &count), EAGAIN);
@@ -257,18 +211,17 @@ saturate_check(size_t core, size_t max, enum tpe_queue_kind kind, size_t cap)
 	assert_int_equal(s.pool_size, max);
 	assert_int_equal(s.active, max);
 	assert_int_equal(s.queued, cap);
-	assert_int_equal(s.submitted, sat);
+	assert_int_equal(s.submitted, nsat);
 	assert_int_equal(s.rejected, 2);
 	assert_int_equal(s.completed, 0);
 	/* Java's taskCount (completed + active + queued) stays saturated. */
-	assert_int_equal(s.completed + s.active + s.queued, sat);
-	tu_latch_count_down(&release);
+	assert_int_equal(s.completed + s.active + s.queued, nsat);
+	tu_unsaturate(&sat);
 	assert_int_equal(tpe_destroy(p), 0);
-	for (i = 0; i < sat; i++)
-		assert_int_equal(ran(&b[i]), 1);
+	for (i = 0; i < nsat; i++)
+		assert_int_equal(tu_ran(&sat.b[i]), 1);
 	assert_int_equal(count, 0);
-	tu_latch_destroy(&started);
-	tu_latch_destroy(&release);
+	tu_saturation_destroy(&sat);
 }
 
 static void
@@ -287,34 +240,26 @@ test_execute_saturation(void **state)
 static void
 test_execute_core_zero_unbounded_one_worker(void **state)
 {
-	static struct tu_latch started, release;
-	static struct tu_blocker b[3];
+	static struct tu_saturation sat;
 	tpe_t *p = tu_pool(0, 10, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
 	struct tpe_stats s;
-	int i;
 
 	(void)state;
-	tu_latch_init(&started, 1);
-	tu_latch_init(&release, 1);
-	blockers_init(b, 3, &started, &release);
-	for (i = 0; i < 3; i++)
-		assert_int_equal(tpe_execute(p, tu_blocker_fn, &b[i]), 0);
-	tu_latch_wait(&started);
+	tu_saturate(p, 1, 2, &sat);
 	s = tu_stats(p);
 	assert_int_equal(s.pool_size, 1);
 	assert_int_equal(s.queued, 2);
 	assert_int_equal(s.active, 1);
-	assert_int_equal(ran(&b[0]), 1);
-	assert_int_equal(ran(&b[1]), 0);
-	assert_int_equal(ran(&b[2]), 0);
-	tu_latch_count_down(&release);
+	assert_int_equal(tu_ran(&sat.b[0]), 1);
+	assert_int_equal(tu_ran(&sat.b[1]), 0);
+	assert_int_equal(tu_ran(&sat.b[2]), 0);
+	tu_unsaturate(&sat);
 	assert_true(TU_EVENTUALLY(tu_stats(p).completed == 3, EV_TIMEOUT));
 	s = tu_stats(p);
 	assert_int_equal(s.largest_pool_size, 1);
 	assert_int_equal(s.pool_size, 1);
 	assert_int_equal(tpe_destroy(p), 0);
-	tu_latch_destroy(&started);
-	tu_latch_destroy(&release);
+	tu_saturation_destroy(&sat);
 }
 
 /* ---- item 26: a hand-off ("cached") pool -------------------------------- */
@@ -334,8 +279,8 @@ test_execute_handoff_cached_pool(void **state)
 	tu_latch_init(&started, N);
 	tu_latch_init(&release, 1);
 	tu_latch_init(&last_started, 1);
-	blockers_init(b, N, &started, &release);
 	for (i = 0; i < N; i++) {
+		b[i] = (struct tu_blocker){ &started, &release, NULL, 0 };
 		assert_int_equal(tpe_execute(p, tu_blocker_fn, &b[i]), 0);
 		assert_int_equal(tu_stats(p).pool_size, (size_t)i + 1);
 	}
@@ -359,7 +304,7 @@ test_execute_handoff_cached_pool(void **state)
 	assert_int_equal(tu_stats(p).largest_pool_size, N);
 	assert_int_equal(tpe_destroy(p), 0);
 	assert_int_equal(count, 0);
-	assert_int_equal(ran(&last), 1);
+	assert_int_equal(tu_ran(&last), 1);
 	tu_latch_destroy(&started);
 	tu_latch_destroy(&release);
 	tu_latch_destroy(&last_started);
@@ -371,7 +316,9 @@ static void
 test_execute_same_task_many_times(void **state)
 {
 	static int count;
-	tpe_t *p = pool_ka(1, 30, 60 * TU_S, TPE_QUEUE_BOUNDED, 30);
+	tpe_t *p = tu_pool_with(&(struct tu_pool_opts){ .core = 1, .max = 30,
+	    .keep_alive = 60 * TU_S, .queue = TPE_QUEUE_BOUNDED,
+	    .capacity = 30 });
 	int i, rc, rejected = 0;
 
 	(void)state;
@@ -397,30 +344,26 @@ test_execute_same_task_many_times(void **state)
 static void
 test_execute_keep_alive_zero_non_core_exits(void **state)
 {
-	static struct tu_latch started, release;
-	static struct tu_blocker b[3];
-	tpe_t *p = pool_ka(1, 2, 0, TPE_QUEUE_BOUNDED, 1);
+	static struct tu_saturation sat;
+	tpe_t *p = tu_pool_with(&(struct tu_pool_opts){ .core = 1, .max = 2,
+	    .keep_alive = TU_KEEP_ALIVE_ZERO, .queue = TPE_QUEUE_BOUNDED,
+	    .capacity = 1 });
 	struct tpe_stats s;
-	int i;
 
 	(void)state;
-	tu_latch_init(&started, 2);
-	tu_latch_init(&release, 1);
-	blockers_init(b, 3, &started, &release);
-	for (i = 0; i < 3; i++)
-		assert_int_equal(tpe_execute(p, tu_blocker_fn, &b[i]), 0);
-	tu_latch_wait(&started);
+	/* The first starts the core thread, the second is queued, the third
+	 * finds the queue full and starts the non-core thread. */
+	tu_saturate(p, 2, 1, &sat);
 	s = tu_stats(p);
 	assert_int_equal(s.pool_size, 2);
 	assert_int_equal(s.queued, 1);
-	tu_latch_count_down(&release);
+	tu_unsaturate(&sat);
 	assert_true(TU_EVENTUALLY((s = tu_stats(p)).completed == 3 &&
 	    s.pool_size == 1, EV_TIMEOUT));
 	assert_int_equal(s.largest_pool_size, 2);
 	assert_int_equal(s.queued, 0);
 	assert_int_equal(tpe_destroy(p), 0);
-	tu_latch_destroy(&started);
-	tu_latch_destroy(&release);
+	tu_saturation_destroy(&sat);
 }
 
 /* ---- items 57-61: statistics ------------------------------------------- */
@@ -522,24 +465,17 @@ test_execute_stats(void **state)
 static void
 test_execute_largest_pool_size(void **state)
 {
-	static struct tu_latch started, release;
-	static struct tu_blocker b[3];
+	static struct tu_saturation sat;
 	tpe_t *p = tu_pool(3, 3, TPE_QUEUE_BOUNDED, 10, TPE_REJECT_ABORT);
 	struct tpe_stats s;
-	int i;
 
 	(void)state;
 	assert_int_equal(tu_stats(p).largest_pool_size, 0);
-	tu_latch_init(&started, 3);
-	tu_latch_init(&release, 1);
-	blockers_init(b, 3, &started, &release);
-	for (i = 0; i < 3; i++)
-		assert_int_equal(tpe_execute(p, tu_blocker_fn, &b[i]), 0);
-	tu_latch_wait(&started);
+	tu_saturate(p, 3, 0, &sat);
 	s = tu_stats(p);
 	assert_int_equal(s.largest_pool_size, 3);
 	assert_int_equal(s.active, 3);
-	tu_latch_count_down(&release);
+	tu_unsaturate(&sat);
 	assert_int_equal(tpe_shutdown(p), 0);
 	assert_int_equal(tpe_await_termination(p, -1), 0);
 	s = tu_stats(p);
@@ -547,8 +483,7 @@ test_execute_largest_pool_size(void **state)
 	assert_int_equal(s.pool_size, 0);
 	assert_int_equal(s.completed, 3);
 	assert_int_equal(tpe_destroy(p), 0);
-	tu_latch_destroy(&started);
-	tu_latch_destroy(&release);
+	tu_saturation_destroy(&sat);
 }
 
 static void
@@ -587,16 +522,11 @@ test_execute_thread_names(void **state)
 {
 	static struct tu_latch started, release;
 	static struct named n[3];
-	tpe_attr_t *a;
-	tpe_t *p;
+	tpe_t *p = tu_pool_with(&(struct tu_pool_opts){ .core = 3, .max = 3,
+	    .thread_name = "wk" });
 	int i;
 
 	(void)state;
-	assert_int_equal(tpe_attr_create(&a), 0);
-	assert_int_equal(tpe_attr_set_pool_size(a, 3, 3), 0);
-	assert_int_equal(tpe_attr_set_thread_name(a, "wk"), 0);
-	assert_int_equal(tpe_create(&p, a), 0);
-	tpe_attr_destroy(a);
 	tu_latch_init(&started, 3);
 	tu_latch_init(&release, 1);
 	for (i = 0; i < 3; i++) {
@@ -676,19 +606,15 @@ test_execute_task_hooks(void **state)
 	static struct hooked h[N + NS];
 	static int ctx_obj;
 	tpe_future_t *f[NS];
-	tpe_attr_t *a;
 	tpe_t *p;
 	void *res;
 	int i;
 
 	(void)state;
 	memset(h, 0, sizeof(h));
-	assert_int_equal(tpe_attr_create(&a), 0);
-	assert_int_equal(tpe_attr_set_pool_size(a, 2, 2), 0);
-	assert_int_equal(tpe_attr_set_task_hooks(a, before_hook, after_hook,
-	    &ctx_obj), 0);
-	assert_int_equal(tpe_create(&p, a), 0);
-	tpe_attr_destroy(a);
+	p = tu_pool_with(&(struct tu_pool_opts){ .core = 2, .max = 2,
+	    .before = before_hook, .after = after_hook,
+	    .task_hooks_ctx = &ctx_obj });
 	for (i = 0; i < N; i++)
 		assert_int_equal(tpe_execute(p, hooked_fn, &h[i]), 0);
 	for (i = 0; i < NS; i++)
@@ -773,18 +699,14 @@ test_execute_thread_hooks(void **state)
 	static struct tu_latch started, release;
 	static struct tl_probe t[3];
 	static int ctx_obj, count;
-	tpe_attr_t *a;
 	tpe_t *p;
 	int i;
 
 	(void)state;
 	n_on_start = n_on_exit = n_exit_after_start = 0;
-	assert_int_equal(tpe_attr_create(&a), 0);
-	assert_int_equal(tpe_attr_set_pool_size(a, 3, 3), 0);
-	assert_int_equal(tpe_attr_set_thread_hooks(a, on_start_hook, on_exit_hook,
-	    &ctx_obj), 0);
-	assert_int_equal(tpe_create(&p, a), 0);
-	tpe_attr_destroy(a);
+	p = tu_pool_with(&(struct tu_pool_opts){ .core = 3, .max = 3,
+	    .on_start = on_start_hook, .on_exit = on_exit_hook,
+	    .thread_hooks_ctx = &ctx_obj });
 	tu_latch_init(&started, 3);
 	tu_latch_init(&release, 1);
 	for (i = 0; i < 3; i++) {
@@ -817,7 +739,7 @@ test_execute_thread_hooks(void **state)
 	tu_latch_destroy(&release);
 }
 
-/* ---- item 63: tpe_remove ----------------------------------------------- */
+/* ---- item 63: tpe_remove takes back a queued task, not a running one --- */
 
 static int n_discarded;
 static tpe_fn discarded_fn[16];
@@ -836,40 +758,18 @@ discard_cb(tpe_fn fn, void *arg, void *ctx)
 	__atomic_store_n(&discarded_ctx, ctx, __ATOMIC_SEQ_CST);
 }
 
-static tpe_t *
-pool_with_discard(size_t core, size_t max, enum tpe_queue_kind kind,
-    size_t cap, void *ctx)
-{
-	tpe_attr_t *a;
-	tpe_t *p;
-
-	n_discarded = 0;
-	discarded_ctx = NULL;
-	assert_int_equal(tpe_attr_create(&a), 0);
-	assert_int_equal(tpe_attr_set_pool_size(a, core, max), 0);
-	assert_int_equal(tpe_attr_set_queue(a, kind, cap), 0);
-	assert_int_equal(tpe_attr_set_discard_callback(a, discard_cb, ctx), 0);
-	assert_int_equal(tpe_create(&p, a), 0);
-	tpe_attr_destroy(a);
-	return p;
-}
-
 static void
 test_execute_remove(void **state)
 {
-	static struct tu_latch started, release;
-	static struct tu_blocker b[6];
+	static struct tu_saturation sat;
 	static int count, other;
-	tpe_t *p = pool_with_discard(1, 1, TPE_QUEUE_BOUNDED, 10, NULL);
-	int i;
+	struct tu_blocker *b = sat.b;
+	tpe_t *p = tu_pool_with(&(struct tu_pool_opts){ .core = 1, .max = 1,
+	    .queue = TPE_QUEUE_BOUNDED, .capacity = 10, .discard = discard_cb });
 
 	(void)state;
-	tu_latch_init(&started, 1);
-	tu_latch_init(&release, 1);
-	blockers_init(b, 6, &started, &release);
-	for (i = 0; i < 6; i++)
-		assert_int_equal(tpe_execute(p, tu_blocker_fn, &b[i]), 0);
-	tu_latch_wait(&started);
+	n_discarded = 0;
+	tu_saturate(p, 1, 5, &sat);
 	assert_int_equal(tu_stats(p).queued, 5);
 	/* Running: not removable. */
 	assert_int_equal(tpe_remove(p, tu_blocker_fn, &b[0]), ENOENT);
@@ -891,19 +791,18 @@ test_execute_remove(void **state)
 	assert_int_equal(tpe_execute(p, tu_count_fn, &count), 0);
 	assert_int_equal(tpe_remove(p, tu_count_fn, &count), 0);
 	assert_int_equal(tu_stats(p).queued, 4);
-	tu_latch_count_down(&release);
+	tu_unsaturate(&sat);
 	assert_int_equal(tpe_destroy(p), 0);
-	assert_int_equal(ran(&b[0]), 1);
-	assert_int_equal(ran(&b[1]), 1);
-	assert_int_equal(ran(&b[2]), 1);
-	assert_int_equal(ran(&b[3]), 0);
-	assert_int_equal(ran(&b[4]), 0);
-	assert_int_equal(ran(&b[5]), 1);
+	assert_int_equal(tu_ran(&b[0]), 1);
+	assert_int_equal(tu_ran(&b[1]), 1);
+	assert_int_equal(tu_ran(&b[2]), 1);
+	assert_int_equal(tu_ran(&b[3]), 0);
+	assert_int_equal(tu_ran(&b[4]), 0);
+	assert_int_equal(tu_ran(&b[5]), 1);
 	assert_int_equal(count, 1);
 	/* remove hands the argument back to the caller: no callback. */
 	assert_int_equal(n_discarded, 0);
-	tu_latch_destroy(&started);
-	tu_latch_destroy(&release);
+	tu_saturation_destroy(&sat);
 }
 
 /* A done task is not removable either. */
@@ -922,29 +821,32 @@ test_execute_remove_done_task(void **state)
 	assert_int_equal(count, 1);
 }
 
-/* ---- item 62: tpe_purge ------------------------------------------------- */
+/* ---- item 62: cancelled futures stay queued until tpe_purge ------------- */
 
 static void
 test_execute_purge(void **state)
 {
-	static struct tu_latch started, release;
+	static struct tu_saturation sat;
 	static struct tu_blocker b[5];
 	static int ctx_obj;
 	tpe_future_t *f[5] = { NULL };
-	tpe_t *p = pool_with_discard(1, 1, TPE_QUEUE_BOUNDED, 10, &ctx_obj);
+	tpe_t *p = tu_pool_with(&(struct tu_pool_opts){ .core = 1, .max = 1,
+	    .queue = TPE_QUEUE_BOUNDED, .capacity = 10, .discard = discard_cb,
+	    .discard_ctx = &ctx_obj });
 	struct tpe_stats s;
 	size_t purged;
 	void *res;
 	int i;
 
 	(void)state;
-	tu_latch_init(&started, 1);
-	tu_latch_init(&release, 1);
-	blockers_init(b, 5, &started, &release);
-	assert_int_equal(tpe_execute(p, tu_blocker_fn, &b[0]), 0);
-	tu_latch_wait(&started);
-	for (i = 1; i < 5; i++)
+	n_discarded = 0;
+	discarded_ctx = NULL;
+	tu_saturate(p, 1, 0, &sat);
+	/* b[1..4] queued as futures, behind the same gate. */
+	for (i = 1; i < 5; i++) {
+		b[i] = (struct tu_blocker){ NULL, &sat.release, NULL, 0 };
 		assert_int_equal(tpe_submit(p, blocker_call, &b[i], &f[i]), 0);
+	}
 	s = tu_stats(p);
 	assert_int_equal(s.queued, 4);
 	assert_int_equal(s.active, 1);
@@ -981,7 +883,7 @@ test_execute_purge(void **state)
 	assert_int_equal(tpe_purge(NULL, &purged), EINVAL);
 	assert_int_equal(n_discarded, 2);
 
-	tu_latch_count_down(&release);
+	tu_unsaturate(&sat);
 	for (i = 1; i <= 2; i++) {
 		res = NULL;
 		assert_int_equal(tpe_future_get(f[i], -1, &res), 0);
@@ -992,14 +894,13 @@ test_execute_purge(void **state)
 	assert_int_equal(tpe_destroy(p), 0);
 	for (i = 1; i < 5; i++)
 		tpe_future_release(f[i]);
-	assert_int_equal(ran(&b[0]), 1);
-	assert_int_equal(ran(&b[1]), 1);
-	assert_int_equal(ran(&b[2]), 1);
-	assert_int_equal(ran(&b[3]), 0);
-	assert_int_equal(ran(&b[4]), 0);
+	assert_int_equal(tu_ran(&sat.b[0]), 1);
+	assert_int_equal(tu_ran(&b[1]), 1);
+	assert_int_equal(tu_ran(&b[2]), 1);
+	assert_int_equal(tu_ran(&b[3]), 0);
+	assert_int_equal(tu_ran(&b[4]), 0);
 	assert_int_equal(n_discarded, 2);
-	tu_latch_destroy(&started);
-	tu_latch_destroy(&release);
+	tu_saturation_destroy(&sat);
 }
 
 /* ---- tpe_wait_idle ------------------------------------------------------ */
@@ -1298,7 +1199,8 @@ keep_alive_race(size_t core)
 	enum { ROUNDS = 20000 };
 	struct ran_count r = { PTHREAD_MUTEX_INITIALIZER,
 	    PTHREAD_COND_INITIALIZER, 0 };
-	tpe_t *p = pool_ka(core, 1, 1000, TPE_QUEUE_UNBOUNDED, 0);
+	tpe_t *p = tu_pool_with(&(struct tu_pool_opts){ .core = core, .max = 1,
+	    .keep_alive = 1000 });
 	struct tpe_stats st;
 	long i;
 
@@ -1419,22 +1321,18 @@ handed_cb(tpe_fn fn, void *arg, void *ctx)
 static void
 test_execute_lockfree_offer_keeps_order(void **state)
 {
-	struct tu_latch started, release;
-	struct tu_blocker b = { &started, &release, NULL, 0 };
+	struct tu_saturation sat;
 	tpe_t *p = tu_pool(1, 1, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
 	intptr_t i;
 
 	(void)state;
-	tu_latch_init(&started, 1);
-	tu_latch_init(&release, 1);
-	assert_int_equal(tpe_execute(p, tu_blocker_fn, &b), 0);
-	tu_latch_wait(&started);
+	tu_saturate(p, 1, 0, &sat);
 	for (i = 0; i < 6; i++)
 		assert_int_equal(tpe_execute(p, order_fn, (void *)i), 0);
 	assert_int_equal(tu_stats(p).queued, 6);
 	assert_int_equal(tpe_remove(p, order_fn, (void *)2), 0);
 	assert_int_equal(tpe_remove(p, order_fn, (void *)2), ENOENT);
-	tu_latch_count_down(&release);
+	tu_unsaturate(&sat);
 	assert_int_equal(tpe_wait_idle(p, -1), 0);
 	assert_int_equal(tu_load(&order_n), 5);
 	assert_int_equal(order_log[0], 0);
@@ -1444,13 +1342,8 @@ test_execute_lockfree_offer_keeps_order(void **state)
 	assert_int_equal(order_log[4], 5);
 
 	/* Queued behind a blocked worker again, then handed back in order. */
-	tu_latch_destroy(&started);
-	tu_latch_destroy(&release);
-	tu_latch_init(&started, 1);
-	tu_latch_init(&release, 1);
-	b.ran = 0;
-	assert_int_equal(tpe_execute(p, tu_blocker_fn, &b), 0);
-	tu_latch_wait(&started);
+	tu_saturation_destroy(&sat);
+	tu_saturate(p, 1, 0, &sat);
 	for (i = 0; i < 4; i++)
 		assert_int_equal(tpe_execute(p, order_fn, (void *)i), 0);
 	nhanded = 0;
@@ -1459,11 +1352,10 @@ test_execute_lockfree_offer_keeps_order(void **state)
 	for (i = 0; i < 4; i++)
 		assert_int_equal(handed[i], (int)i);
 	assert_int_equal(tpe_execute(p, order_fn, (void *)7), ECANCELED);
-	tu_latch_count_down(&release);
+	tu_unsaturate(&sat);
 	assert_int_equal(tpe_destroy(p), 0);
 	assert_int_equal(tu_load(&order_n), 5);
-	tu_latch_destroy(&started);
-	tu_latch_destroy(&release);
+	tu_saturation_destroy(&sat);
 }
 
 int

@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_failure.c - deterministic failure injection: pthread_create and
- * malloc/calloc failing inside the library (Java behaviours 54-56, and the
- * Samba rule of research/c_landscape.md (d)).
+ * malloc/calloc failing inside the library (Java behaviours 54-56 of
+ * doc/java-behaviours.md). The rule checked is the one Samba's pthreadpool
+ * follows: when no worker can be started for a task, the task is still
+ * accepted if a live worker will take it from the queue later, and refused
+ * with the error if none is alive (or the queue has no room), so an
+ * accepted task is never left with nobody to run it.
  *
  * Linked with -Wl,--wrap=malloc,--wrap=calloc,--wrap=pthread_create: the
  * library's (and this file's) calls go through the __wrap_ functions below,
@@ -300,33 +304,28 @@ static void
 test_failure_largest_pool_size_counts_only_live_threads(void **state)
 {
 	tpe_t *pool = tu_pool(2, 2, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
-	struct tu_latch started, release;
-	struct tu_blocker b = { &started, &release, NULL, 0 };
+	struct tu_saturation sat;
 	int count = 0;
 	int rc;
 
 	(void)state;
-	tu_latch_init(&started, 1);
-	tu_latch_init(&release, 1);
 	fault_arm(&create_fault, 0, -1, false);
 	rc = tpe_execute(pool, tu_count_fn, &count);
 	assert_true(fault_disarm(&create_fault) >= 1);
 	assert_int_equal(rc, EAGAIN);
 	assert_int_equal(tu_stats(pool).largest_pool_size, 0);
 
-	assert_int_equal(tpe_execute(pool, tu_blocker_fn, &b), 0);
-	tu_latch_wait(&started);
+	tu_saturate(pool, 1, 0, &sat);
 	fault_arm(&create_fault, 0, -1, false);
 	rc = tpe_execute(pool, tu_count_fn, &count);   /* kept: queued */
 	assert_true(fault_disarm(&create_fault) >= 1);
 	assert_int_equal(rc, 0);
 	assert_int_equal(tu_stats(pool).pool_size, 1);
 	assert_int_equal(tu_stats(pool).largest_pool_size, 1);
-	tu_latch_count_down(&release);
+	tu_unsaturate(&sat);
 	finish(pool);
 	assert_int_equal(tu_load(&count), 1);
-	tu_latch_destroy(&started);
-	tu_latch_destroy(&release);
+	tu_saturation_destroy(&sat);
 }
 
 /* ---- (b) creation fails once a worker is alive (Java item 55) --------- */
@@ -372,19 +371,16 @@ static void
 test_failure_create_fails_task_queued_behind_busy_worker(void **state)
 {
 	tpe_t *pool = tu_pool(2, 2, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
-	struct tu_latch started, release, done;
-	struct tu_blocker b = { &started, &release, NULL, 0 };
+	struct tu_saturation sat;
+	struct tu_latch done;
 	struct on_thread t = { 0 };
 	struct tpe_stats s;
 	int rc;
 
 	(void)state;
-	tu_latch_init(&started, 1);
-	tu_latch_init(&release, 1);
 	tu_latch_init(&done, 1);
 	t.done = &done;
-	assert_int_equal(tpe_execute(pool, tu_blocker_fn, &b), 0);
-	tu_latch_wait(&started);
+	tu_saturate(pool, 1, 0, &sat);
 	fault_arm(&create_fault, 0, -1, false);
 	rc = tpe_execute(pool, on_thread_fn, &t);
 	assert_true(fault_disarm(&create_fault) >= 1);
@@ -394,14 +390,13 @@ test_failure_create_fails_task_queued_behind_busy_worker(void **state)
 	assert_int_equal(s.queued, 1);
 	assert_int_equal(s.submitted, 2);
 	assert_int_equal(tu_load(&t.ran), 0);
-	tu_latch_count_down(&release);
+	tu_unsaturate(&sat);
 	tu_latch_wait(&done);
 	assert_int_equal(tu_load(&t.ran), 1);
 	/* It ran on the only worker, the blocker's. */
 	assert_int_equal(tu_stats(pool).pool_size, 1);
 	finish(pool);
-	tu_latch_destroy(&started);
-	tu_latch_destroy(&release);
+	tu_saturation_destroy(&sat);
 	tu_latch_destroy(&done);
 }
 
@@ -410,17 +405,13 @@ static void
 test_failure_create_fails_for_noncore_worker(void **state)
 {
 	tpe_t *pool = tu_pool(1, 2, TPE_QUEUE_BOUNDED, 1, TPE_REJECT_ABORT);
-	struct tu_latch started, release;
-	struct tu_blocker b = { &started, &release, NULL, 0 };
+	struct tu_saturation sat;
 	int queued = 0, extra = 0;
 	struct tpe_stats s;
 	int rc;
 
 	(void)state;
-	tu_latch_init(&started, 1);
-	tu_latch_init(&release, 1);
-	assert_int_equal(tpe_execute(pool, tu_blocker_fn, &b), 0);
-	tu_latch_wait(&started);
+	tu_saturate(pool, 1, 0, &sat);
 	assert_int_equal(tpe_execute(pool, tu_count_fn, &queued), 0);
 	fault_arm(&create_fault, 0, -1, false);
 	rc = tpe_execute(pool, tu_count_fn, &extra);
@@ -430,12 +421,11 @@ test_failure_create_fails_for_noncore_worker(void **state)
 	assert_int_equal(s.pool_size, 1);
 	assert_int_equal(s.queued, 1);
 	assert_int_equal(s.submitted, 2);
-	tu_latch_count_down(&release);
+	tu_unsaturate(&sat);
 	finish(pool);
 	assert_int_equal(tu_load(&queued), 1);
 	assert_int_equal(tu_load(&extra), 0);
-	tu_latch_destroy(&started);
-	tu_latch_destroy(&release);
+	tu_saturation_destroy(&sat);
 }
 
 /* ---- (c) allocation failures ------------------------------------------- */
@@ -516,18 +506,14 @@ static void
 test_failure_execute_enomem(void **state)
 {
 	tpe_t *pool = tu_pool(1, 1, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
-	struct tu_latch started, release;
-	struct tu_blocker b = { &started, &release, NULL, 0 };
+	struct tu_saturation sat;
 	int count = 0;
 	struct tpe_stats s0, s;
 	long k;
 	int rc;
 
 	(void)state;
-	tu_latch_init(&started, 1);
-	tu_latch_init(&release, 1);
-	assert_int_equal(tpe_execute(pool, tu_blocker_fn, &b), 0);
-	tu_latch_wait(&started);
+	tu_saturate(pool, 1, 0, &sat);
 	s0 = tu_stats(pool);
 	for (k = 0;; k++) {
 		fault_arm(&malloc_fault, k, 1, false);
@@ -546,11 +532,10 @@ test_failure_execute_enomem(void **state)
 	}
 	assert_true(k >= 1);
 	assert_int_equal(tu_stats(pool).queued, 1);
-	tu_latch_count_down(&release);
+	tu_unsaturate(&sat);
 	finish(pool);
 	assert_int_equal(tu_load(&count), 1);   /* only the accepted call */
-	tu_latch_destroy(&started);
-	tu_latch_destroy(&release);
+	tu_saturation_destroy(&sat);
 }
 
 /* A future (or its node) cannot be allocated: ENOMEM, *future untouched. */
@@ -558,8 +543,7 @@ static void
 test_failure_submit_enomem(void **state)
 {
 	tpe_t *pool = tu_pool(1, 1, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
-	struct tu_latch started, release;
-	struct tu_blocker b = { &started, &release, NULL, 0 };
+	struct tu_saturation sat;
 	int count = 0;
 	tpe_future_t *sentinel = (tpe_future_t *)&count, *f;
 	struct tpe_stats s0, s;
@@ -568,10 +552,7 @@ test_failure_submit_enomem(void **state)
 	int rc;
 
 	(void)state;
-	tu_latch_init(&started, 1);
-	tu_latch_init(&release, 1);
-	assert_int_equal(tpe_execute(pool, tu_blocker_fn, &b), 0);
-	tu_latch_wait(&started);
+	tu_saturate(pool, 1, 0, &sat);
 	s0 = tu_stats(pool);
 	for (k = 0;; k++) {
 		f = sentinel;
@@ -590,14 +571,13 @@ test_failure_submit_enomem(void **state)
 	}
 	assert_true(k >= 1);
 	assert_ptr_not_equal(f, sentinel);
-	tu_latch_count_down(&release);
+	tu_unsaturate(&sat);
 	assert_int_equal(tpe_future_get(f, -1, &res), 0);
 	assert_ptr_equal(res, &count);
 	tpe_future_release(f);
 	finish(pool);
 	assert_int_equal(tu_load(&count), 1);
-	tu_latch_destroy(&started);
-	tu_latch_destroy(&release);
+	tu_saturation_destroy(&sat);
 }
 
 /* Every allocation of a first submit (node, future, worker) in turn. */
@@ -640,17 +620,13 @@ static void
 test_failure_second_worker_alloc_fails_task_kept(void **state)
 {
 	tpe_t *pool = tu_pool(2, 2, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
-	struct tu_latch started, release;
-	struct tu_blocker b = { &started, &release, NULL, 0 };
+	struct tu_saturation sat;
 	int counts[100] = { 0 };
 	long k;
 	int rc, i;
 
 	(void)state;
-	tu_latch_init(&started, 1);
-	tu_latch_init(&release, 1);
-	assert_int_equal(tpe_execute(pool, tu_blocker_fn, &b), 0);
-	tu_latch_wait(&started);
+	tu_saturate(pool, 1, 0, &sat);
 	for (k = 0;; k++) {
 		fault_arm(&malloc_fault, k, 1, false);
 		rc = tpe_execute(pool, tu_count_fn, &counts[k]);
@@ -664,12 +640,11 @@ test_failure_second_worker_alloc_fails_task_kept(void **state)
 			counts[k] = -1000;
 		assert_true(k < 99);
 	}
-	tu_latch_count_down(&release);
+	tu_unsaturate(&sat);
 	finish(pool);
 	for (i = 0; i <= k; i++)
 		assert_true(counts[i] == -1000 || counts[i] == 1);
-	tu_latch_destroy(&started);
-	tu_latch_destroy(&release);
+	tu_saturation_destroy(&sat);
 }
 
 /* ---- (d) prestart ------------------------------------------------------- */
@@ -767,29 +742,23 @@ static void
 test_failure_shutdown_now_after_failures(void **state)
 {
 	tpe_t *pool = tu_pool(2, 2, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
-	struct tu_latch started, release;
-	struct tu_blocker b = { &started, &release, NULL, 0 };
+	struct tu_saturation sat;
 	int counts[5] = { 0 };
 	int i;
 
 	(void)state;
-	tu_latch_init(&started, 1);
-	tu_latch_init(&release, 1);
-	assert_int_equal(tpe_execute(pool, tu_blocker_fn, &b), 0);
-	tu_latch_wait(&started);
+	tu_saturate(pool, 1, 0, &sat);
 	fault_arm(&create_fault, 0, -1, false);
-	for (i = 0; i < 5; i++)
-		assert_int_equal(tpe_execute(pool, tu_count_fn, &counts[i]), 0);
+	tu_fill_queue(pool, 5, tu_count_fn, counts, sizeof(counts[0]));
 	assert_true(fault_disarm(&create_fault) >= 1);
 	assert_int_equal(tu_stats(pool).queued, 5);
 	assert_int_equal(tpe_shutdown_now(pool, NULL, NULL), 0);
-	tu_latch_count_down(&release);
+	tu_unsaturate(&sat);
 	assert_int_equal(tpe_await_termination(pool, 60 * TU_S), 0);
 	assert_int_equal(tpe_destroy(pool), 0);
 	for (i = 0; i < 5; i++)
 		assert_int_equal(tu_load(&counts[i]), 0);
-	tu_latch_destroy(&started);
-	tu_latch_destroy(&release);
+	tu_saturation_destroy(&sat);
 }
 
 static void

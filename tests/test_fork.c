@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_fork.c - the fork() contract (SEMANTICS.md "fork()"): in the child a
+ * test_fork.c - the fork() contract (tpe(7), "Fork"): in the child a
  * pool created before the fork has no threads and is terminated; its queued
  * tasks are dropped without running or being handed back; new pools work.
  * The parent's pool is not disturbed.
@@ -203,11 +203,9 @@ static void
 test_fork_child_sees_terminated_pool(void **state)
 {
 	enum { N = 4 };
-	struct tu_latch started, release;
-	struct tu_blocker b = { &started, &release, NULL, 0 };
+	struct tu_saturation sat;
 	int counts[N] = { 0 }, fcount = 0;
 	tpe_future_t *f;
-	tpe_attr_t *a;
 	tpe_t *pool;
 	void *res = NULL;
 	pid_t pid;
@@ -215,19 +213,11 @@ test_fork_child_sees_terminated_pool(void **state)
 
 	(void)state;
 	discarded = drained = hook_calls = 0;
-	tu_latch_init(&started, 1);
-	tu_latch_init(&release, 1);
-	assert_int_equal(tpe_attr_create(&a), 0);
-	assert_int_equal(tpe_attr_set_pool_size(a, 1, 2), 0);
-	assert_int_equal(tpe_attr_set_discard_callback(a, discard_cb, NULL), 0);
-	assert_int_equal(tpe_attr_set_terminated_hook(a, hook_cb, NULL), 0);
-	assert_int_equal(tpe_create(&pool, a), 0);
-	tpe_attr_destroy(a);
+	pool = tu_pool_with(&(struct tu_pool_opts){ .core = 1, .max = 2,
+	    .discard = discard_cb, .terminated = hook_cb });
 
-	assert_int_equal(tpe_execute(pool, tu_blocker_fn, &b), 0);
-	tu_latch_wait(&started);
-	for (i = 0; i < N; i++)
-		assert_int_equal(tpe_execute(pool, tu_count_fn, &counts[i]), 0);
+	tu_saturate(pool, 1, 0, &sat);
+	tu_fill_queue(pool, N, tu_count_fn, counts, sizeof(counts[0]));
 	assert_int_equal(tpe_submit(pool, ret_arg_fn, &fcount, &f), 0);
 	assert_int_equal(tu_stats(pool).queued, N + 1);
 
@@ -247,7 +237,7 @@ test_fork_child_sees_terminated_pool(void **state)
 	assert_false(tpe_is_shutdown(pool));
 	assert_int_equal(tu_stats(pool).queued, N + 1);
 	assert_int_equal(tu_stats(pool).active, 1);
-	tu_latch_count_down(&release);
+	tu_unsaturate(&sat);
 	assert_int_equal(tpe_future_get(f, -1, &res), 0);
 	assert_ptr_equal(res, &fcount);
 	tpe_future_release(f);
@@ -260,8 +250,7 @@ test_fork_child_sees_terminated_pool(void **state)
 	assert_int_equal(tpe_destroy(pool), 0);
 	assert_int_equal(__atomic_load_n(&discarded, __ATOMIC_SEQ_CST), 0);
 	assert_int_equal(__atomic_load_n(&hook_calls, __ATOMIC_SEQ_CST), 1);
-	tu_latch_destroy(&started);
-	tu_latch_destroy(&release);
+	tu_saturation_destroy(&sat);
 	assert_int_equal(crc, 0);
 }
 
@@ -270,21 +259,17 @@ static void
 test_fork_pools_in_every_state(void **state)
 {
 	tpe_t *fresh, *idle, *down, *term;
-	struct tu_latch started, release;
-	struct tu_blocker b = { &started, &release, NULL, 0 };
+	struct tu_saturation sat;
 	int count = 0, crc;
 	pid_t pid;
 
 	(void)state;
-	tu_latch_init(&started, 1);
-	tu_latch_init(&release, 1);
 	fresh = tu_pool(2, 2, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
 	idle = tu_pool(3, 3, TPE_QUEUE_BOUNDED, 4, TPE_REJECT_ABORT);
 	assert_int_equal(tpe_prestart_core_threads(idle, NULL), 0);
 	assert_true(TU_EVENTUALLY(tu_stats(idle).idle == 3, 10 * TU_S));
 	down = tu_pool(1, 1, TPE_QUEUE_HANDOFF, 0, TPE_REJECT_ABORT);
-	assert_int_equal(tpe_execute(down, tu_blocker_fn, &b), 0);
-	tu_latch_wait(&started);
+	tu_saturate(down, 1, 0, &sat);
 	assert_int_equal(tpe_shutdown(down), 0);
 	term = tu_pool(1, 1, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
 	assert_int_equal(tpe_shutdown(term), 0);
@@ -323,14 +308,13 @@ test_fork_pools_in_every_state(void **state)
 	assert_int_equal(tpe_execute(idle, tu_count_fn, &count), 0);
 	assert_int_equal(tu_stats(idle).pool_size, 3);
 	assert_false(tpe_is_terminated(down));
-	tu_latch_count_down(&release);
+	tu_unsaturate(&sat);
 	assert_int_equal(tpe_destroy(fresh), 0);
 	assert_int_equal(tpe_destroy(idle), 0);
 	assert_int_equal(tpe_destroy(down), 0);
 	assert_int_equal(tpe_destroy(term), 0);
 	assert_int_equal(tu_load(&count), 2);
-	tu_latch_destroy(&started);
-	tu_latch_destroy(&release);
+	tu_saturation_destroy(&sat);
 	assert_int_equal(crc, 0);
 }
 
@@ -535,8 +519,8 @@ fwaiter_main(void *arg)
 static void
 test_fork_future_waited_on_in_parent(void **state)
 {
-	struct tu_latch started, release, ready;
-	struct tu_blocker b = { &started, &release, NULL, 0 };
+	struct tu_saturation sat;
+	struct tu_latch ready;
 	struct fwaiter w;
 	int fcount = 0;
 	tpe_future_t *f;
@@ -545,12 +529,9 @@ test_fork_future_waited_on_in_parent(void **state)
 	int crc;
 
 	(void)state;
-	tu_latch_init(&started, 1);
-	tu_latch_init(&release, 1);
 	tu_latch_init(&ready, 1);
 	pool = tu_pool(1, 1, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
-	assert_int_equal(tpe_execute(pool, tu_blocker_fn, &b), 0);
-	tu_latch_wait(&started);
+	tu_saturate(pool, 1, 0, &sat);
 	assert_int_equal(tpe_submit(pool, ret_arg_fn, &fcount, &f), 0);
 	w.f = f;
 	w.ready = &ready;
@@ -571,14 +552,13 @@ test_fork_future_waited_on_in_parent(void **state)
 		_exit(child_new_pool_works(20));
 	}
 	crc = child_status(pid);
-	tu_latch_count_down(&release);
+	tu_unsaturate(&sat);
 	assert_int_equal(pthread_join(w.thread, NULL), 0);
 	assert_int_equal(w.rc, 0);
 	assert_int_equal(tu_load(&fcount), 1);
 	tpe_future_release(f);
 	assert_int_equal(tpe_destroy(pool), 0);
-	tu_latch_destroy(&started);
-	tu_latch_destroy(&release);
+	tu_saturation_destroy(&sat);
 	tu_latch_destroy(&ready);
 	assert_int_equal(crc, 0);
 }

@@ -2,7 +2,8 @@
 /*
  * test_future.c - tpe_submit and futures: results, timed gets, cancel,
  * several waiters, early release, cancelled tasks left in the queue
- * (Java behaviours 80-90 and 94, section H of research/java_tpe.md).
+ * (Java behaviours 80-83, 86, 88, 90 and 94 of doc/java-behaviours.md; the
+ * rest of its section H has no C analogue, as that file says).
  *
  * Helper threads and tasks never call cmocka's assert macros: they record
  * what they saw and the test thread asserts it.
@@ -36,12 +37,6 @@ callable_fn(void *arg)
 	return c->value;
 }
 
-static int
-ran(struct callable *c)
-{
-	return __atomic_load_n(&c->ran, __ATOMIC_SEQ_CST);
-}
-
 /* Records discard-callback calls. */
 struct discard_log {
 	pthread_mutex_t lock;
@@ -49,6 +44,13 @@ struct discard_log {
 	tpe_fn fn[16];
 	void *arg[16];
 };
+
+static void
+discard_log_init(struct discard_log *l)
+{
+	memset(l, 0, sizeof(*l));
+	pthread_mutex_init(&l->lock, NULL);
+}
 
 static void
 discard_fn(tpe_fn fn, void *arg, void *ctx)
@@ -73,25 +75,6 @@ discard_count(struct discard_log *l)
 	n = l->n;
 	pthread_mutex_unlock(&l->lock);
 	return n;
-}
-
-static tpe_t *
-pool_with_discard(size_t core, size_t max, enum tpe_queue_kind kind,
-    size_t cap, enum tpe_rejection rej, struct discard_log *log)
-{
-	tpe_attr_t *a;
-	tpe_t *p;
-
-	memset(log, 0, sizeof(*log));
-	pthread_mutex_init(&log->lock, NULL);
-	assert_int_equal(tpe_attr_create(&a), 0);
-	assert_int_equal(tpe_attr_set_pool_size(a, core, max), 0);
-	assert_int_equal(tpe_attr_set_queue(a, kind, cap), 0);
-	assert_int_equal(tpe_attr_set_rejection(a, rej), 0);
-	assert_int_equal(tpe_attr_set_discard_callback(a, discard_fn, log), 0);
-	assert_int_equal(tpe_create(&p, a), 0);
-	tpe_attr_destroy(a);
-	return p;
 }
 
 /* A thread waiting on a future. */
@@ -159,7 +142,7 @@ test_future_submit_get_result(void **state)
 	res = NULL;
 	assert_int_equal(tpe_future_get(f, TU_S, &res), 0);
 	assert_ptr_equal(res, (void *)0x1234);
-	assert_int_equal(ran(&c), 1);
+	assert_int_equal(tu_ran(&c), 1);
 
 	/* A NULL result is a result. */
 	res = (void *)1;
@@ -184,7 +167,7 @@ test_future_get_null_result_pointer(void **state)
 	assert_int_equal(tpe_submit(pool, callable_fn, &c, &f), 0);
 	assert_int_equal(tpe_future_get(f, -1, NULL), 0);
 	assert_int_equal(tpe_future_get(f, 0, NULL), 0);
-	assert_int_equal(ran(&c), 1);
+	assert_int_equal(tu_ran(&c), 1);
 	tpe_future_release(f);
 	assert_int_equal(tpe_destroy(pool), 0);
 }
@@ -216,7 +199,7 @@ test_future_many_results(void **state)
 	assert_int_equal(tpe_await_termination(pool, -1), 0);
 	assert_int_equal(tu_stats(pool).completed, N);
 	for (i = 0; i < N; i++)
-		assert_int_equal(ran(&c[i]), 1);
+		assert_int_equal(tu_ran(&c[i]), 1);
 	assert_int_equal(tpe_destroy(pool), 0);
 }
 
@@ -304,20 +287,17 @@ static void
 test_future_cancel_before_run(void **state)
 {
 	struct discard_log log;
-	tpe_t *pool = pool_with_discard(1, 1, TPE_QUEUE_UNBOUNDED, 0,
-	    TPE_REJECT_ABORT, &log);
-	struct tu_latch started, release;
-	struct tu_blocker b = { &started, &release, NULL, 0 };
+	tpe_t *pool = tu_pool_with(&(struct tu_pool_opts){ .core = 1, .max = 1,
+	    .discard = discard_fn, .discard_ctx = &log });
+	struct tu_saturation sat;
 	struct callable c = { NULL, NULL, (void *)0x99, 0, 0 };
 	tpe_future_t *f;
 	void *res = (void *)1;
 	struct tpe_stats s;
 
 	(void)state;
-	tu_latch_init(&started, 1);
-	tu_latch_init(&release, 1);
-	assert_int_equal(tpe_execute(pool, tu_blocker_fn, &b), 0);
-	tu_latch_wait(&started);
+	discard_log_init(&log);
+	tu_saturate(pool, 1, 0, &sat);
 	assert_int_equal(tpe_submit(pool, callable_fn, &c, &f), 0);
 	assert_false(tpe_future_is_done(f));
 	assert_int_equal(tpe_future_get(f, 0, &res), ETIMEDOUT);
@@ -336,10 +316,10 @@ test_future_cancel_before_run(void **state)
 	s = tu_stats(pool);
 	assert_int_equal(s.queued, 1);
 	assert_int_equal(discard_count(&log), 0);
-	tu_latch_count_down(&release);
+	tu_unsaturate(&sat);
 	assert_int_equal(tpe_shutdown(pool), 0);
 	assert_int_equal(tpe_await_termination(pool, -1), 0);
-	assert_int_equal(ran(&c), 0);
+	assert_int_equal(tu_ran(&c), 0);
 	s = tu_stats(pool);
 	assert_int_equal(s.submitted, 2);
 	assert_int_equal(s.completed, 2);  /* the no-op counts as completed */
@@ -350,8 +330,7 @@ test_future_cancel_before_run(void **state)
 	assert_int_equal(tpe_future_get(f, -1, &res), ECANCELED);
 	tpe_future_release(f);
 	assert_int_equal(tpe_destroy(pool), 0);
-	tu_latch_destroy(&started);
-	tu_latch_destroy(&release);
+	tu_saturation_destroy(&sat);
 }
 
 /* A cancelled no-op dequeued by a live pool: hooks not run, later tasks run. */
@@ -384,42 +363,34 @@ test_future_cancelled_queued_task_is_noop(void **state)
 {
 	struct discard_log log;
 	struct hook_counts hc = { 0, 0 };
-	struct tu_latch started, release, done;
-	struct tu_blocker b = { &started, &release, NULL, 0 };
+	struct tu_saturation sat;
+	struct tu_latch done;
 	struct tu_blocker last = { NULL, NULL, &done, 0 };
 	struct callable c1 = { NULL, NULL, NULL, 0, 0 };
 	struct callable c2 = { NULL, NULL, NULL, 0, 0 };
 	tpe_future_t *f1, *f2;
-	tpe_attr_t *a;
 	tpe_t *pool;
 
 	(void)state;
-	memset(&log, 0, sizeof(log));
-	pthread_mutex_init(&log.lock, NULL);
-	tu_latch_init(&started, 1);
-	tu_latch_init(&release, 1);
+	discard_log_init(&log);
 	tu_latch_init(&done, 1);
-	assert_int_equal(tpe_attr_create(&a), 0);
-	assert_int_equal(tpe_attr_set_pool_size(a, 1, 1), 0);
-	assert_int_equal(tpe_attr_set_discard_callback(a, discard_fn, &log), 0);
-	assert_int_equal(tpe_attr_set_task_hooks(a, count_before, count_after,
-	    &hc), 0);
-	assert_int_equal(tpe_create(&pool, a), 0);
-	tpe_attr_destroy(a);
+	pool = tu_pool_with(&(struct tu_pool_opts){ .core = 1, .max = 1,
+	    .discard = discard_fn, .discard_ctx = &log,
+	    .before = count_before, .after = count_after,
+	    .task_hooks_ctx = &hc });
 
-	assert_int_equal(tpe_execute(pool, tu_blocker_fn, &b), 0);
-	tu_latch_wait(&started);
+	tu_saturate(pool, 1, 0, &sat);
 	assert_int_equal(tpe_submit(pool, callable_fn, &c1, &f1), 0);
 	assert_int_equal(tpe_submit(pool, callable_fn, &c2, &f2), 0);
 	assert_int_equal(tpe_execute(pool, tu_blocker_fn, &last), 0);
 	assert_int_equal(tpe_future_cancel(f1), 0);
 	assert_int_equal(tu_stats(pool).queued, 3);
-	tu_latch_count_down(&release);
+	tu_unsaturate(&sat);
 	tu_latch_wait(&done);
 	/* The FIFO worker passed f1 (a no-op) and ran f2 and `last`. */
 	assert_int_equal(tpe_future_get(f2, -1, NULL), 0);
-	assert_int_equal(ran(&c1), 0);
-	assert_int_equal(ran(&c2), 1);
+	assert_int_equal(tu_ran(&c1), 0);
+	assert_int_equal(tu_ran(&c2), 1);
 	assert_true(TU_EVENTUALLY(tu_stats(pool).completed == 4, 10 * TU_S));
 	assert_true(TU_EVENTUALLY(discard_count(&log) == 1, 10 * TU_S));
 	assert_null(log.fn[0]);
@@ -434,8 +405,7 @@ test_future_cancelled_queued_task_is_noop(void **state)
 	tpe_future_release(f1);
 	tpe_future_release(f2);
 	assert_int_equal(tpe_destroy(pool), 0);
-	tu_latch_destroy(&started);
-	tu_latch_destroy(&release);
+	tu_saturation_destroy(&sat);
 	tu_latch_destroy(&done);
 }
 
@@ -459,7 +429,7 @@ test_future_cancel_running_is_ebusy(void **state)
 	tu_latch_count_down(&release);
 	assert_int_equal(tpe_future_get(f, -1, &res), 0);
 	assert_ptr_equal(res, (void *)0xabc);
-	assert_int_equal(ran(&c), 1);
+	assert_int_equal(tu_ran(&c), 1);
 	tpe_future_release(f);
 	assert_int_equal(tpe_destroy(pool), 0);
 	tu_latch_destroy(&started);
@@ -530,19 +500,16 @@ test_future_several_waiters_get_cancelled(void **state)
 {
 	enum { NW = 6 };
 	tpe_t *pool = tu_pool(1, 1, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
-	struct tu_latch started, release, ready;
-	struct tu_blocker b = { &started, &release, NULL, 0 };
+	struct tu_saturation sat;
+	struct tu_latch ready;
 	struct callable c = { NULL, NULL, (void *)0x4242, 0, 0 };
 	struct getter g[NW];
 	tpe_future_t *f;
 	int i;
 
 	(void)state;
-	tu_latch_init(&started, 1);
-	tu_latch_init(&release, 1);
 	tu_latch_init(&ready, NW);
-	assert_int_equal(tpe_execute(pool, tu_blocker_fn, &b), 0);
-	tu_latch_wait(&started);
+	tu_saturate(pool, 1, 0, &sat);
 	assert_int_equal(tpe_submit(pool, callable_fn, &c, &f), 0);
 	getters_start(g, NW, f, &ready);
 	tu_latch_wait(&ready);
@@ -555,14 +522,13 @@ test_future_several_waiters_get_cancelled(void **state)
 		assert_int_equal(g[i].rc, ECANCELED);
 		assert_ptr_equal(g[i].result, (void *)&g[i]);  /* untouched */
 	}
-	tu_latch_count_down(&release);
+	tu_unsaturate(&sat);
 	assert_int_equal(tpe_shutdown(pool), 0);
 	assert_int_equal(tpe_await_termination(pool, -1), 0);
-	assert_int_equal(ran(&c), 0);
+	assert_int_equal(tu_ran(&c), 0);
 	tpe_future_release(f);
 	assert_int_equal(tpe_destroy(pool), 0);
-	tu_latch_destroy(&started);
-	tu_latch_destroy(&release);
+	tu_saturation_destroy(&sat);
 	tu_latch_destroy(&ready);
 }
 
@@ -590,7 +556,7 @@ test_future_release_before_completion(void **state)
 	/* FIFO with one worker: `after` runs once the callable returned. */
 	assert_int_equal(tpe_execute(pool, tu_blocker_fn, &after), 0);
 	tu_latch_wait(&done);
-	assert_int_equal(ran(&c), 1);
+	assert_int_equal(tu_ran(&c), 1);
 	assert_int_equal(tpe_destroy(pool), 0);
 	tu_latch_destroy(&started);
 	tu_latch_destroy(&release);
@@ -602,17 +568,13 @@ test_future_release_while_queued(void **state)
 {
 	enum { N = 50 };
 	tpe_t *pool = tu_pool(1, 1, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
-	struct tu_latch started, release;
-	struct tu_blocker b = { &started, &release, NULL, 0 };
+	struct tu_saturation sat;
 	struct callable c[N];
 	tpe_future_t *f;
 	int i;
 
 	(void)state;
-	tu_latch_init(&started, 1);
-	tu_latch_init(&release, 1);
-	assert_int_equal(tpe_execute(pool, tu_blocker_fn, &b), 0);
-	tu_latch_wait(&started);
+	tu_saturate(pool, 1, 0, &sat);
 	for (i = 0; i < N; i++) {
 		memset(&c[i], 0, sizeof(c[i]));
 		assert_int_equal(tpe_submit(pool, callable_fn, &c[i], &f), 0);
@@ -620,41 +582,36 @@ test_future_release_while_queued(void **state)
 			assert_int_equal(tpe_future_cancel(f), 0);
 		tpe_future_release(f);  /* the pool still holds its reference */
 	}
-	tu_latch_count_down(&release);
+	tu_unsaturate(&sat);
 	assert_int_equal(tpe_destroy(pool), 0);
 	for (i = 0; i < N; i++)
-		assert_int_equal(ran(&c[i]), i % 3 == 0 ? 0 : 1);
-	tu_latch_destroy(&started);
-	tu_latch_destroy(&release);
+		assert_int_equal(tu_ran(&c[i]), i % 3 == 0 ? 0 : 1);
+	tu_saturation_destroy(&sat);
 }
 
 static void
 test_future_release_then_shutdown_now(void **state)
 {
 	struct discard_log log;
-	tpe_t *pool = pool_with_discard(1, 1, TPE_QUEUE_UNBOUNDED, 0,
-	    TPE_REJECT_ABORT, &log);
-	struct tu_latch started, release;
-	struct tu_blocker b = { &started, &release, NULL, 0 };
+	tpe_t *pool = tu_pool_with(&(struct tu_pool_opts){ .core = 1, .max = 1,
+	    .discard = discard_fn, .discard_ctx = &log });
+	struct tu_saturation sat;
 	struct callable c = { NULL, NULL, NULL, 0, 0 };
 	tpe_future_t *f;
 
 	(void)state;
-	tu_latch_init(&started, 1);
-	tu_latch_init(&release, 1);
-	assert_int_equal(tpe_execute(pool, tu_blocker_fn, &b), 0);
-	tu_latch_wait(&started);
+	discard_log_init(&log);
+	tu_saturate(pool, 1, 0, &sat);
 	assert_int_equal(tpe_submit(pool, callable_fn, &c, &f), 0);
 	tpe_future_release(f);
 	assert_int_equal(tpe_shutdown_now(pool, NULL, NULL), 0);
 	assert_int_equal(discard_count(&log), 1);
 	assert_null(log.fn[0]);
 	assert_ptr_equal(log.arg[0], &c);
-	tu_latch_count_down(&release);
+	tu_unsaturate(&sat);
 	assert_int_equal(tpe_destroy(pool), 0);
-	assert_int_equal(ran(&c), 0);
-	tu_latch_destroy(&started);
-	tu_latch_destroy(&release);
+	assert_int_equal(tu_ran(&c), 0);
+	tu_saturation_destroy(&sat);
 }
 
 /* ---- NULL arguments ----------------------------------------------------- */
@@ -682,10 +639,10 @@ test_future_null_arguments(void **state)
 	assert_int_equal(tpe_submit(pool, NULL, &c, &f), EINVAL);
 	assert_int_equal(tpe_submit(pool, callable_fn, &c, NULL), EINVAL);
 	assert_ptr_equal(f, sentinel);
-	assert_int_equal(ran(&c), 0);
+	assert_int_equal(tu_ran(&c), 0);
 	assert_int_equal(tu_stats(pool).submitted, 0);
 	assert_int_equal(tpe_destroy(pool), 0);
-	assert_int_equal(ran(&c), 0);
+	assert_int_equal(tu_ran(&c), 0);
 }
 
 /* ---- rejected submissions (item 94) ----------------------------------- */
@@ -694,11 +651,10 @@ static void
 test_future_rejection_policies(void **state)
 {
 	struct discard_log log;
-	struct tu_latch started, release;
-	struct tu_blocker b = { &started, &release, NULL, 0 };
+	struct tu_saturation sat;
 	struct callable queued = { NULL, NULL, (void *)1, 0, 0 };
 	struct callable extra = { NULL, NULL, (void *)2, 0, 0 };
-	tpe_future_t *fq, *fx, *sentinel = (tpe_future_t *)&b, *f;
+	tpe_future_t *fq, *fx, *sentinel = (tpe_future_t *)&sat, *f;
 	void *res;
 	int r;
 	enum tpe_rejection rejs[4] = { TPE_REJECT_ABORT, TPE_REJECT_CALLER_RUNS,
@@ -706,15 +662,14 @@ test_future_rejection_policies(void **state)
 
 	(void)state;
 	for (r = 0; r < 4; r++) {
-		tpe_t *pool = pool_with_discard(1, 1, TPE_QUEUE_BOUNDED, 1,
-		    rejs[r], &log);
+		tpe_t *pool = tu_pool_with(&(struct tu_pool_opts){ .core = 1,
+		    .max = 1, .queue = TPE_QUEUE_BOUNDED, .capacity = 1,
+		    .rejection = rejs[r], .discard = discard_fn,
+		    .discard_ctx = &log });
 
-		tu_latch_init(&started, 1);
-		tu_latch_init(&release, 1);
-		b.ran = 0;
+		discard_log_init(&log);
 		queued.ran = extra.ran = 0;
-		assert_int_equal(tpe_execute(pool, tu_blocker_fn, &b), 0);
-		tu_latch_wait(&started);
+		tu_saturate(pool, 1, 0, &sat);
 		assert_int_equal(tpe_submit(pool, callable_fn, &queued, &fq), 0);
 		f = sentinel;
 		switch (rejs[r]) {
@@ -728,7 +683,7 @@ test_future_rejection_policies(void **state)
 			assert_int_equal(tpe_submit(pool, callable_fn, &extra,
 			    &fx), 0);
 			/* Ran in this thread: already done. */
-			assert_int_equal(ran(&extra), 1);
+			assert_int_equal(tu_ran(&extra), 1);
 			assert_true(tpe_future_is_done(fx));
 			assert_int_equal(tpe_future_get(fx, 0, &res), 0);
 			assert_ptr_equal(res, (void *)2);
@@ -757,7 +712,7 @@ test_future_rejection_policies(void **state)
 			break;
 		}
 		assert_int_equal(tu_stats(pool).rejected, 1);
-		tu_latch_count_down(&release);
+		tu_unsaturate(&sat);
 		if (rejs[r] != TPE_REJECT_DISCARD_OLDEST) {
 			assert_int_equal(tpe_future_get(fq, -1, &res), 0);
 			assert_ptr_equal(res, (void *)1);
@@ -766,15 +721,14 @@ test_future_rejection_policies(void **state)
 			assert_ptr_equal(res, (void *)2);
 		}
 		assert_int_equal(tpe_destroy(pool), 0);
-		assert_int_equal(ran(&queued),
+		assert_int_equal(tu_ran(&queued),
 		    rejs[r] == TPE_REJECT_DISCARD_OLDEST ? 0 : 1);
-		assert_int_equal(ran(&extra),
+		assert_int_equal(tu_ran(&extra),
 		    rejs[r] == TPE_REJECT_ABORT ||
 		    rejs[r] == TPE_REJECT_DISCARD ? 0 : 1);
 		tpe_future_release(fq);
 		tpe_future_release(fx);
-		tu_latch_destroy(&started);
-		tu_latch_destroy(&release);
+		tu_saturation_destroy(&sat);
 		pthread_mutex_destroy(&log.lock);
 	}
 }
@@ -801,27 +755,17 @@ keep_handler(tpe_t *pool, tpe_fn fn, void *arg, void *ctx)
 static void
 test_future_custom_handler_completes_later(void **state)
 {
-	struct tu_latch started, release;
-	struct tu_blocker b = { &started, &release, NULL, 0 };
+	struct tu_saturation sat;
 	struct callable c = { NULL, NULL, (void *)0x31, 0, 0 };
 	struct kept k = { NULL, NULL, 0 };
 	tpe_future_t *f;
-	tpe_attr_t *a;
-	tpe_t *pool;
+	tpe_t *pool = tu_pool_with(&(struct tu_pool_opts){ .core = 1, .max = 1,
+	    .queue = TPE_QUEUE_HANDOFF, .reject_handler = keep_handler,
+	    .reject_ctx = &k });
 	void *res = NULL;
 
 	(void)state;
-	tu_latch_init(&started, 1);
-	tu_latch_init(&release, 1);
-	assert_int_equal(tpe_attr_create(&a), 0);
-	assert_int_equal(tpe_attr_set_pool_size(a, 1, 1), 0);
-	assert_int_equal(tpe_attr_set_queue(a, TPE_QUEUE_HANDOFF, 0), 0);
-	assert_int_equal(tpe_attr_set_rejection_handler(a, keep_handler, &k),
-	    0);
-	assert_int_equal(tpe_create(&pool, a), 0);
-	tpe_attr_destroy(a);
-	assert_int_equal(tpe_execute(pool, tu_blocker_fn, &b), 0);
-	tu_latch_wait(&started);
+	tu_saturate(pool, 1, 0, &sat);
 	assert_int_equal(tpe_submit(pool, callable_fn, &c, &f), 0);
 	assert_int_equal(k.calls, 1);
 	assert_non_null(k.fn);
@@ -829,14 +773,13 @@ test_future_custom_handler_completes_later(void **state)
 	assert_false(tpe_future_is_done(f));
 	assert_int_equal(tpe_future_get(f, 0, &res), ETIMEDOUT);
 	k.fn(k.arg);
-	assert_int_equal(ran(&c), 1);
+	assert_int_equal(tu_ran(&c), 1);
 	assert_int_equal(tpe_future_get(f, 0, &res), 0);
 	assert_ptr_equal(res, (void *)0x31);
 	tpe_future_release(f);
-	tu_latch_count_down(&release);
+	tu_unsaturate(&sat);
 	assert_int_equal(tpe_destroy(pool), 0);
-	tu_latch_destroy(&started);
-	tu_latch_destroy(&release);
+	tu_saturation_destroy(&sat);
 }
 
 /* ---- races between get, cancel and run -------------------------------- */
@@ -900,9 +843,9 @@ test_future_cancel_run_race(void **state)
 		if (k.rc == 0) {
 			/* It never runs, even later. */
 			assert_int_equal(tpe_wait_idle(pool, -1), 0);
-			assert_int_equal(ran(&c), 0);
+			assert_int_equal(tu_ran(&c), 0);
 		} else {
-			assert_int_equal(ran(&c), 1);
+			assert_int_equal(tu_ran(&c), 1);
 		}
 	}
 	pthread_barrier_destroy(&bar);

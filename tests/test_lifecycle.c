@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_lifecycle.c - shutdown, shutdown-now, termination, the terminated
- * hook, await_termination and destroy (Java behaviours 37-53, section E of
- * research/java_tpe.md), termination reached through tpe_remove/tpe_purge
+ * hook, await_termination and destroy (Java behaviours 37-53 of
+ * doc/java-behaviours.md), termination reached through tpe_remove/tpe_purge
  * (item 63) and the monotonic completed count (item 60).
  *
  * Helper threads, tasks and hooks never call cmocka's assert macros (they
@@ -16,27 +16,6 @@
 #include "testutil.h"
 
 /* ---- helpers ---------------------------------------------------------- */
-
-static tpe_attr_t *
-attr_new(size_t core, size_t max, enum tpe_queue_kind kind, size_t cap)
-{
-	tpe_attr_t *a;
-
-	assert_int_equal(tpe_attr_create(&a), 0);
-	assert_int_equal(tpe_attr_set_pool_size(a, core, max), 0);
-	assert_int_equal(tpe_attr_set_queue(a, kind, cap), 0);
-	return a;
-}
-
-static tpe_t *
-pool_from(tpe_attr_t *a)
-{
-	tpe_t *p;
-
-	assert_int_equal(tpe_create(&p, a), 0);
-	tpe_attr_destroy(a);
-	return p;
-}
 
 /* Asserts the terminated-pool invariants (Java item 40, 53). */
 static void
@@ -221,19 +200,14 @@ static void
 test_lifecycle_shutdown_runs_queued_tasks(void **state)
 {
 	tpe_t *pool = tu_pool(1, 1, TPE_QUEUE_BOUNDED, 10, TPE_REJECT_ABORT);
-	struct tu_latch started, release;
-	struct tu_blocker b = { &started, &release, NULL, 0 };
+	struct tu_saturation sat;
 	int counts[5] = { 0 };
 	struct tpe_stats s;
 	int i;
 
 	(void)state;
-	tu_latch_init(&started, 1);
-	tu_latch_init(&release, 1);
-	assert_int_equal(tpe_execute(pool, tu_blocker_fn, &b), 0);
-	tu_latch_wait(&started);
-	for (i = 0; i < 5; i++)
-		assert_int_equal(tpe_execute(pool, tu_count_fn, &counts[i]), 0);
+	tu_saturate(pool, 1, 0, &sat);
+	tu_fill_queue(pool, 5, tu_count_fn, counts, sizeof(counts[0]));
 
 	assert_int_equal(tpe_shutdown(pool), 0);
 	assert_true(tpe_is_shutdown(pool));
@@ -246,18 +220,17 @@ test_lifecycle_shutdown_runs_queued_tasks(void **state)
 	for (i = 0; i < 5; i++)
 		assert_int_equal(tu_load(&counts[i]), 0);
 
-	tu_latch_count_down(&release);
+	tu_unsaturate(&sat);
 	assert_int_equal(tpe_await_termination(pool, -1), 0);
 	for (i = 0; i < 5; i++)
 		assert_int_equal(tu_load(&counts[i]), 1);
-	assert_int_equal(tu_load(&b.ran), 1);
+	assert_int_equal(tu_ran(&sat.b[0]), 1);
 	assert_terminated(pool, 6, 6);
 	s = tu_stats(pool);
 	assert_int_equal(s.largest_pool_size, 1);
 	assert_int_equal(s.rejected, 0);
 	assert_int_equal(tpe_destroy(pool), 0);
-	tu_latch_destroy(&started);
-	tu_latch_destroy(&release);
+	tu_saturation_destroy(&sat);
 }
 
 /* ---- terminated hook (items 41, 45, 51, 52, 53) ---------------------- */
@@ -265,35 +238,30 @@ test_lifecycle_shutdown_runs_queued_tasks(void **state)
 static void
 test_lifecycle_terminated_hook_before_waiters(void **state)
 {
-	struct tu_latch started, release, entered, hook_release, ready;
-	struct tu_blocker b = { &started, &release, NULL, 0 };
+	struct tu_latch entered, hook_release, ready;
+	struct tu_saturation sat;
 	struct hook_state h;
 	struct waiter w1, w2;
-	tpe_attr_t *a;
 	tpe_t *pool;
 
 	(void)state;
 	memset(&h, 0, sizeof(h));
-	tu_latch_init(&started, 1);
-	tu_latch_init(&release, 1);
 	tu_latch_init(&entered, 1);
 	tu_latch_init(&hook_release, 1);
 	tu_latch_init(&ready, 2);
 	h.entered = &entered;
 	h.release = &hook_release;
-	a = attr_new(1, 1, TPE_QUEUE_UNBOUNDED, 0);
-	assert_int_equal(tpe_attr_set_terminated_hook(a, hook_fn, &h), 0);
-	pool = pool_from(a);
+	pool = tu_pool_with(&(struct tu_pool_opts){ .core = 1, .max = 1,
+	    .terminated = hook_fn, .terminated_ctx = &h });
 
-	assert_int_equal(tpe_execute(pool, tu_blocker_fn, &b), 0);
-	tu_latch_wait(&started);
+	tu_saturate(pool, 1, 0, &sat);
 	waiter_start(&w1, pool, -1, &ready);
 	waiter_start(&w2, pool, 3600 * TU_S, &ready);
 	tu_latch_wait(&ready);
 
 	assert_int_equal(tpe_shutdown(pool), 0);
 	assert_int_equal(__atomic_load_n(&h.calls, __ATOMIC_SEQ_CST), 0);
-	tu_latch_count_down(&release);          /* the last worker exits... */
+	tu_unsaturate(&sat);                    /* the last worker exits... */
 	tu_latch_wait(&entered);                /* ...and runs the hook */
 
 	/* The hook is blocked: TIDYING, nobody woke. */
@@ -323,8 +291,7 @@ test_lifecycle_terminated_hook_before_waiters(void **state)
 	assert_int_equal(tpe_destroy(pool), 0);
 	assert_int_equal(__atomic_load_n(&h.calls, __ATOMIC_SEQ_CST), 1);
 
-	tu_latch_destroy(&started);
-	tu_latch_destroy(&release);
+	tu_saturation_destroy(&sat);
 	tu_latch_destroy(&entered);
 	tu_latch_destroy(&hook_release);
 	tu_latch_destroy(&ready);
@@ -334,14 +301,13 @@ static void
 test_lifecycle_shutdown_empty_pool_runs_hook_in_caller(void **state)
 {
 	struct hook_state h;
-	tpe_attr_t *a;
 	tpe_t *pool;
 
 	(void)state;
 	memset(&h, 0, sizeof(h));
-	a = attr_new(1, 1, TPE_QUEUE_HANDOFF, 0);
-	assert_int_equal(tpe_attr_set_terminated_hook(a, hook_fn, &h), 0);
-	pool = pool_from(a);
+	pool = tu_pool_with(&(struct tu_pool_opts){ .core = 1, .max = 1,
+	    .queue = TPE_QUEUE_HANDOFF, .terminated = hook_fn,
+	    .terminated_ctx = &h });
 
 	assert_int_equal(tpe_shutdown(pool), 0);
 	/* Item 51: already ran, in this thread, before shutdown returned. */
@@ -360,14 +326,12 @@ test_lifecycle_shutdown_now_empty_pool_runs_hook_once(void **state)
 {
 	struct hook_state h;
 	struct handback_log log;
-	tpe_attr_t *a;
 	tpe_t *pool;
 
 	(void)state;
 	memset(&h, 0, sizeof(h));
-	a = attr_new(2, 2, TPE_QUEUE_UNBOUNDED, 0);
-	assert_int_equal(tpe_attr_set_terminated_hook(a, hook_fn, &h), 0);
-	pool = pool_from(a);
+	pool = tu_pool_with(&(struct tu_pool_opts){ .core = 2, .max = 2,
+	    .terminated = hook_fn, .terminated_ctx = &h });
 	hb_init(&log, NULL);
 
 	assert_int_equal(tpe_shutdown_now(pool, hb_fn, &log), 0);
@@ -388,15 +352,13 @@ static void
 test_lifecycle_terminated_hook_once_with_idle_workers(void **state)
 {
 	struct hook_state h;
-	tpe_attr_t *a;
 	tpe_t *pool;
 	size_t started = 0;
 
 	(void)state;
 	memset(&h, 0, sizeof(h));
-	a = attr_new(4, 4, TPE_QUEUE_UNBOUNDED, 0);
-	assert_int_equal(tpe_attr_set_terminated_hook(a, hook_fn, &h), 0);
-	pool = pool_from(a);
+	pool = tu_pool_with(&(struct tu_pool_opts){ .core = 4, .max = 4,
+	    .terminated = hook_fn, .terminated_ctx = &h });
 	assert_int_equal(tpe_prestart_core_threads(pool, &started), 0);
 	assert_int_equal(started, 4);
 
@@ -419,14 +381,12 @@ static void
 test_lifecycle_await_timeouts(void **state)
 {
 	tpe_t *pool = tu_pool(1, 1, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
-	struct tu_latch started, release, ready;
-	struct tu_blocker b = { &started, &release, NULL, 0 };
+	struct tu_saturation sat;
+	struct tu_latch ready;
 	struct waiter w;
 	int64_t t0, dt;
 
 	(void)state;
-	tu_latch_init(&started, 1);
-	tu_latch_init(&release, 1);
 	tu_latch_init(&ready, 1);
 
 	/* An idle running pool: 0 polls, a positive timeout waits it out. */
@@ -446,8 +406,7 @@ test_lifecycle_await_timeouts(void **state)
 	assert_true(dt >= 30 * TU_MS);
 
 	/* A negative timeout waits for as long as it takes. */
-	assert_int_equal(tpe_execute(pool, tu_blocker_fn, &b), 0);
-	tu_latch_wait(&started);
+	tu_saturate(pool, 1, 0, &sat);
 	waiter_start(&w, pool, -1, &ready);
 	tu_latch_wait(&ready);
 	assert_int_equal(tpe_await_termination(pool, 10 * TU_MS), ETIMEDOUT);
@@ -455,7 +414,7 @@ test_lifecycle_await_timeouts(void **state)
 	assert_int_equal(tpe_shutdown(pool), 0);
 	assert_int_equal(tpe_await_termination(pool, 10 * TU_MS), ETIMEDOUT);
 	assert_false(waiter_returned(&w));
-	tu_latch_count_down(&release);
+	tu_unsaturate(&sat);
 	assert_int_equal(pthread_join(w.thread, NULL), 0);
 	assert_int_equal(w.rc, 0);
 	assert_true(tpe_is_terminated(pool));
@@ -466,8 +425,7 @@ test_lifecycle_await_timeouts(void **state)
 	assert_int_equal(tpe_await_termination(pool, INT64_MIN), 0);
 	assert_int_equal(tpe_await_termination(pool, INT64_MAX), 0);
 	assert_int_equal(tpe_destroy(pool), 0);
-	tu_latch_destroy(&started);
-	tu_latch_destroy(&release);
+	tu_saturation_destroy(&sat);
 	tu_latch_destroy(&ready);
 }
 
@@ -475,28 +433,24 @@ static void
 test_lifecycle_await_huge_timeout_no_overflow(void **state)
 {
 	tpe_t *pool = tu_pool(1, 1, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
-	struct tu_latch started, release, ready;
-	struct tu_blocker b = { &started, &release, NULL, 0 };
+	struct tu_saturation sat;
+	struct tu_latch ready;
 	struct waiter w;
 
 	(void)state;
-	tu_latch_init(&started, 1);
-	tu_latch_init(&release, 1);
 	tu_latch_init(&ready, 1);
-	assert_int_equal(tpe_execute(pool, tu_blocker_fn, &b), 0);
-	tu_latch_wait(&started);
+	tu_saturate(pool, 1, 0, &sat);
 	/* INT64_MAX must saturate, not wrap to a deadline in the past. */
 	waiter_start(&w, pool, INT64_MAX, &ready);
 	tu_latch_wait(&ready);
 	assert_int_equal(tpe_await_termination(pool, 10 * TU_MS), ETIMEDOUT);
 	assert_false(waiter_returned(&w));
 	assert_int_equal(tpe_shutdown(pool), 0);
-	tu_latch_count_down(&release);
+	tu_unsaturate(&sat);
 	assert_int_equal(pthread_join(w.thread, NULL), 0);
 	assert_int_equal(w.rc, 0);
 	assert_int_equal(tpe_destroy(pool), 0);
-	tu_latch_destroy(&started);
-	tu_latch_destroy(&release);
+	tu_saturation_destroy(&sat);
 	tu_latch_destroy(&ready);
 }
 
@@ -583,29 +537,22 @@ test_lifecycle_edeadlk_from_task(void **state)
 	tu_latch_destroy(&done);
 }
 
-/* ---- shutdown_now (item 43) ------------------------------------------- */
+/* ---- shutdown_now hands back the queue, in order (item 43) ------------ */
 
 static void
 test_lifecycle_shutdown_now_hands_back_queue_in_order(void **state)
 {
 	tpe_t *pool = tu_pool(2, 2, TPE_QUEUE_BOUNDED, 10, TPE_REJECT_ABORT);
-	struct tu_latch started, release;
-	struct tu_blocker b[2] = { { &started, &release, NULL, 0 },
-		{ &started, &release, NULL, 0 } };
+	struct tu_saturation sat;
 	int counts[3] = { 0 };
 	struct handback_log log;
 	struct tpe_stats s;
 	int i, n;
 
 	(void)state;
-	tu_latch_init(&started, 2);
-	tu_latch_init(&release, 1);
 	hb_init(&log, pool);
-	assert_int_equal(tpe_execute(pool, tu_blocker_fn, &b[0]), 0);
-	assert_int_equal(tpe_execute(pool, tu_blocker_fn, &b[1]), 0);
-	tu_latch_wait(&started);
-	for (i = 0; i < 3; i++)
-		assert_int_equal(tpe_execute(pool, tu_count_fn, &counts[i]), 0);
+	tu_saturate(pool, 2, 0, &sat);
+	tu_fill_queue(pool, 3, tu_count_fn, counts, sizeof(counts[0]));
 	assert_int_equal(tu_stats(pool).queued, 3);
 
 	assert_int_equal(tpe_shutdown_now(pool, hb_fn, &log), 0);
@@ -625,10 +572,10 @@ test_lifecycle_shutdown_now_hands_back_queue_in_order(void **state)
 	assert_false(tpe_is_terminated(pool));
 	assert_int_equal(tpe_execute(pool, tu_count_fn, &counts[0]), ECANCELED);
 
-	tu_latch_count_down(&release);
+	tu_unsaturate(&sat);
 	assert_int_equal(tpe_await_termination(pool, -1), 0);
-	assert_int_equal(tu_load(&b[0].ran), 1);
-	assert_int_equal(tu_load(&b[1].ran), 1);
+	assert_int_equal(tu_ran(&sat.b[0]), 1);
+	assert_int_equal(tu_ran(&sat.b[1]), 1);
 	for (i = 0; i < 3; i++)
 		assert_int_equal(tu_load(&counts[i]), 0);
 	assert_int_equal(hb_count(&log), 3);
@@ -636,33 +583,25 @@ test_lifecycle_shutdown_now_hands_back_queue_in_order(void **state)
 	assert_int_equal(tpe_shutdown_now(pool, hb_fn, &log), 0);
 	assert_int_equal(hb_count(&log), 3);
 	assert_int_equal(tpe_destroy(pool), 0);
-	tu_latch_destroy(&started);
-	tu_latch_destroy(&release);
+	tu_saturation_destroy(&sat);
 }
 
 static void
 test_lifecycle_shutdown_now_null_drained_uses_discard(void **state)
 {
-	struct tu_latch started, release;
-	struct tu_blocker b = { &started, &release, NULL, 0 };
+	struct tu_saturation sat;
 	int counts[4] = { 0 };
 	struct handback_log log;
-	tpe_attr_t *a;
 	tpe_t *pool;
 	int i;
 
 	(void)state;
-	tu_latch_init(&started, 1);
-	tu_latch_init(&release, 1);
 	hb_init(&log, NULL);
-	a = attr_new(1, 1, TPE_QUEUE_UNBOUNDED, 0);
-	assert_int_equal(tpe_attr_set_discard_callback(a, hb_fn, &log), 0);
-	pool = pool_from(a);
+	pool = tu_pool_with(&(struct tu_pool_opts){ .core = 1, .max = 1,
+	    .discard = hb_fn, .discard_ctx = &log });
 	log.pool = pool;
-	assert_int_equal(tpe_execute(pool, tu_blocker_fn, &b), 0);
-	tu_latch_wait(&started);
-	for (i = 0; i < 4; i++)
-		assert_int_equal(tpe_execute(pool, tu_count_fn, &counts[i]), 0);
+	tu_saturate(pool, 1, 0, &sat);
+	tu_fill_queue(pool, 4, tu_count_fn, counts, sizeof(counts[0]));
 
 	assert_int_equal(tpe_shutdown_now(pool, NULL, NULL), 0);
 	assert_int_equal(hb_count(&log), 4);
@@ -671,7 +610,7 @@ test_lifecycle_shutdown_now_null_drained_uses_discard(void **state)
 		assert_ptr_equal(log.arg[i], &counts[i]);
 		assert_int_equal(log.stats_rc[i], 0);
 	}
-	tu_latch_count_down(&release);
+	tu_unsaturate(&sat);
 	assert_int_equal(tpe_await_termination(pool, -1), 0);
 	for (i = 0; i < 4; i++)
 		assert_int_equal(tu_load(&counts[i]), 0);
@@ -679,36 +618,29 @@ test_lifecycle_shutdown_now_null_drained_uses_discard(void **state)
 	assert_int_equal(tpe_destroy(pool), 0);
 	/* The blocker ran and was not handed back. */
 	assert_int_equal(hb_count(&log), 4);
-	tu_latch_destroy(&started);
-	tu_latch_destroy(&release);
+	tu_saturation_destroy(&sat);
 }
 
 static void
 test_lifecycle_shutdown_now_no_callback_drops(void **state)
 {
 	tpe_t *pool = tu_pool(1, 1, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
-	struct tu_latch started, release;
-	struct tu_blocker b = { &started, &release, NULL, 0 };
+	struct tu_saturation sat;
 	int counts[3] = { 0 };
 	int i;
 
 	(void)state;
-	tu_latch_init(&started, 1);
-	tu_latch_init(&release, 1);
-	assert_int_equal(tpe_execute(pool, tu_blocker_fn, &b), 0);
-	tu_latch_wait(&started);
-	for (i = 0; i < 3; i++)
-		assert_int_equal(tpe_execute(pool, tu_count_fn, &counts[i]), 0);
+	tu_saturate(pool, 1, 0, &sat);
+	tu_fill_queue(pool, 3, tu_count_fn, counts, sizeof(counts[0]));
 	assert_int_equal(tpe_shutdown_now(pool, NULL, NULL), 0);
 	assert_int_equal(tu_stats(pool).queued, 0);
-	tu_latch_count_down(&release);
+	tu_unsaturate(&sat);
 	assert_int_equal(tpe_await_termination(pool, -1), 0);
 	for (i = 0; i < 3; i++)
 		assert_int_equal(tu_load(&counts[i]), 0);
 	assert_terminated(pool, 4, 1);
 	assert_int_equal(tpe_destroy(pool), 0);
-	tu_latch_destroy(&started);
-	tu_latch_destroy(&release);
+	tu_saturation_destroy(&sat);
 }
 
 static void *
@@ -722,19 +654,15 @@ static void
 test_lifecycle_shutdown_now_cancels_futures(void **state)
 {
 	tpe_t *pool = tu_pool(1, 1, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
-	struct tu_latch started, release;
-	struct tu_blocker b = { &started, &release, NULL, 0 };
+	struct tu_saturation sat;
 	int counts[3] = { 0 };
 	tpe_future_t *f0, *f2;
 	struct handback_log log;
 	void *res = (void *)1;
 
 	(void)state;
-	tu_latch_init(&started, 1);
-	tu_latch_init(&release, 1);
 	hb_init(&log, pool);
-	assert_int_equal(tpe_execute(pool, tu_blocker_fn, &b), 0);
-	tu_latch_wait(&started);
+	tu_saturate(pool, 1, 0, &sat);
 	assert_int_equal(tpe_submit(pool, ret_arg_fn, &counts[0], &f0), 0);
 	assert_int_equal(tpe_execute(pool, tu_count_fn, &counts[1]), 0);
 	assert_int_equal(tpe_submit(pool, ret_arg_fn, &counts[2], &f2), 0);
@@ -756,7 +684,7 @@ test_lifecycle_shutdown_now_cancels_futures(void **state)
 	assert_ptr_equal(res, (void *)1);
 	assert_int_equal(tpe_future_cancel(f0), 0);
 
-	tu_latch_count_down(&release);
+	tu_unsaturate(&sat);
 	assert_int_equal(tpe_await_termination(pool, -1), 0);
 	assert_int_equal(tu_load(&counts[0]), 0);
 	assert_int_equal(tu_load(&counts[1]), 0);
@@ -764,8 +692,7 @@ test_lifecycle_shutdown_now_cancels_futures(void **state)
 	tpe_future_release(f0);
 	tpe_future_release(f2);
 	assert_int_equal(tpe_destroy(pool), 0);
-	tu_latch_destroy(&started);
-	tu_latch_destroy(&release);
+	tu_saturation_destroy(&sat);
 }
 
 /* shutdown then shutdown_now: the queue kept by shutdown is handed back. */
@@ -773,19 +700,14 @@ static void
 test_lifecycle_shutdown_then_shutdown_now(void **state)
 {
 	tpe_t *pool = tu_pool(1, 1, TPE_QUEUE_BOUNDED, 4, TPE_REJECT_ABORT);
-	struct tu_latch started, release;
-	struct tu_blocker b = { &started, &release, NULL, 0 };
+	struct tu_saturation sat;
 	int counts[2] = { 0 };
 	struct handback_log log;
 
 	(void)state;
-	tu_latch_init(&started, 1);
-	tu_latch_init(&release, 1);
 	hb_init(&log, pool);
-	assert_int_equal(tpe_execute(pool, tu_blocker_fn, &b), 0);
-	tu_latch_wait(&started);
-	assert_int_equal(tpe_execute(pool, tu_count_fn, &counts[0]), 0);
-	assert_int_equal(tpe_execute(pool, tu_count_fn, &counts[1]), 0);
+	tu_saturate(pool, 1, 0, &sat);
+	tu_fill_queue(pool, 2, tu_count_fn, counts, sizeof(counts[0]));
 	assert_int_equal(tpe_shutdown(pool), 0);
 	assert_int_equal(tu_stats(pool).queued, 2);
 	assert_int_equal(tpe_shutdown_now(pool, hb_fn, &log), 0);
@@ -795,14 +717,13 @@ test_lifecycle_shutdown_then_shutdown_now(void **state)
 	/* A second shutdown_now has nothing left to hand back. */
 	assert_int_equal(tpe_shutdown_now(pool, hb_fn, &log), 0);
 	assert_int_equal(hb_count(&log), 2);
-	tu_latch_count_down(&release);
+	tu_unsaturate(&sat);
 	assert_int_equal(tpe_await_termination(pool, -1), 0);
 	assert_int_equal(tu_load(&counts[0]), 0);
 	assert_int_equal(tu_load(&counts[1]), 0);
 	assert_terminated(pool, 3, 1);
 	assert_int_equal(tpe_destroy(pool), 0);
-	tu_latch_destroy(&started);
-	tu_latch_destroy(&release);
+	tu_saturation_destroy(&sat);
 }
 
 /* ---- refused after shutdown (items 37, 46) ---------------------------- */
@@ -827,29 +748,20 @@ custom_handler(tpe_t *pool, tpe_fn fn, void *arg, void *ctx)
 static void
 refused_after_shutdown(enum tpe_rejection rej, bool custom, bool now)
 {
-	struct tu_latch started, release;
-	struct tu_blocker b = { &started, &release, NULL, 0 };
+	struct tu_saturation sat;
 	int queued_count = 0, extra = 0;
 	struct handback_log log;
 	struct tpe_stats s0, s;
 	tpe_future_t *f = (tpe_future_t *)&extra; /* sentinel */
-	tpe_attr_t *a;
 	tpe_t *pool;
 
-	tu_latch_init(&started, 1);
-	tu_latch_init(&release, 1);
 	hb_init(&log, NULL);
 	custom_calls = 0;
-	a = attr_new(1, 1, TPE_QUEUE_BOUNDED, 1);
-	if (custom)
-		assert_int_equal(tpe_attr_set_rejection_handler(a,
-		    custom_handler, NULL), 0);
-	else
-		assert_int_equal(tpe_attr_set_rejection(a, rej), 0);
-	assert_int_equal(tpe_attr_set_discard_callback(a, hb_fn, &log), 0);
-	pool = pool_from(a);
-	assert_int_equal(tpe_execute(pool, tu_blocker_fn, &b), 0);
-	tu_latch_wait(&started);
+	pool = tu_pool_with(&(struct tu_pool_opts){ .core = 1, .max = 1,
+	    .queue = TPE_QUEUE_BOUNDED, .capacity = 1, .rejection = rej,
+	    .reject_handler = custom ? custom_handler : NULL,
+	    .discard = hb_fn, .discard_ctx = &log });
+	tu_saturate(pool, 1, 0, &sat);
 	assert_int_equal(tpe_execute(pool, tu_count_fn, &queued_count), 0);
 	if (!custom && rej == TPE_REJECT_ABORT) {
 		assert_int_equal(tpe_execute(pool, tu_count_fn, &extra), EAGAIN);
@@ -876,7 +788,7 @@ refused_after_shutdown(enum tpe_rejection rej, bool custom, bool now)
 	assert_int_equal(s.rejected, s0.rejected);
 	assert_int_equal(s.queued, s0.queued);
 
-	tu_latch_count_down(&release);
+	tu_unsaturate(&sat);
 	assert_int_equal(tpe_await_termination(pool, -1), 0);
 	assert_int_equal(tpe_execute(pool, tu_count_fn, &extra), ECANCELED);
 	assert_int_equal(tpe_submit(pool, ret_arg_fn, &extra, &f), ECANCELED);
@@ -887,8 +799,7 @@ refused_after_shutdown(enum tpe_rejection rej, bool custom, bool now)
 	assert_int_equal(tu_load(&queued_count), now ? 0 : 1);
 	assert_terminated(pool, 2, now ? 1 : 2);
 	assert_int_equal(tpe_destroy(pool), 0);
-	tu_latch_destroy(&started);
-	tu_latch_destroy(&release);
+	tu_saturation_destroy(&sat);
 }
 
 static void
@@ -932,7 +843,6 @@ test_lifecycle_idle_workers_exit_on_shutdown(void **state)
 {
 	struct tu_latch started, release, done;
 	struct tu_blocker b = { &started, &release, &done, 0 };
-	tpe_attr_t *a;
 	tpe_t *pool;
 	size_t n = 0;
 	struct tpe_stats s;
@@ -941,9 +851,8 @@ test_lifecycle_idle_workers_exit_on_shutdown(void **state)
 	tu_latch_init(&started, 1);
 	tu_latch_init(&release, 1);
 	tu_latch_init(&done, 1);
-	a = attr_new(4, 8, TPE_QUEUE_UNBOUNDED, 0);
-	assert_int_equal(tpe_attr_set_keep_alive(a, 3600 * TU_S), 0);
-	pool = pool_from(a);
+	pool = tu_pool_with(&(struct tu_pool_opts){ .core = 4, .max = 8,
+	    .keep_alive = 3600 * TU_S });
 	assert_int_equal(tpe_prestart_core_threads(pool, &n), 0);
 	assert_int_equal(n, 4);
 	/* One worker busy during shutdown, idle after it. */
@@ -968,15 +877,13 @@ test_lifecycle_idle_workers_exit_on_shutdown(void **state)
 static void
 test_lifecycle_shutdown_with_allow_core_timeout_idle_exit(void **state)
 {
-	tpe_attr_t *a;
 	tpe_t *pool;
 	size_t n = 0;
 
 	(void)state;
-	a = attr_new(3, 3, TPE_QUEUE_BOUNDED, 2);
-	assert_int_equal(tpe_attr_set_keep_alive(a, 3600 * TU_S), 0);
-	assert_int_equal(tpe_attr_set_allow_core_timeout(a, true), 0);
-	pool = pool_from(a);
+	pool = tu_pool_with(&(struct tu_pool_opts){ .core = 3, .max = 3,
+	    .queue = TPE_QUEUE_BOUNDED, .capacity = 2,
+	    .keep_alive = 3600 * TU_S, .allow_core_timeout = true });
 	assert_int_equal(tpe_prestart_core_threads(pool, &n), 0);
 	assert_int_equal(n, 3);
 	assert_int_equal(tpe_shutdown(pool), 0);
@@ -1083,19 +990,14 @@ static void
 test_lifecycle_destroy_runs_queued_tasks(void **state)
 {
 	tpe_t *pool = tu_pool(1, 1, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
-	struct tu_latch started, release;
-	struct tu_blocker b = { &started, &release, NULL, 0 };
+	struct tu_saturation sat;
 	int counts[10] = { 0 };
 	struct destroyer d;
 	int i;
 
 	(void)state;
-	tu_latch_init(&started, 1);
-	tu_latch_init(&release, 1);
-	assert_int_equal(tpe_execute(pool, tu_blocker_fn, &b), 0);
-	tu_latch_wait(&started);
-	for (i = 0; i < 10; i++)
-		assert_int_equal(tpe_execute(pool, tu_count_fn, &counts[i]), 0);
+	tu_saturate(pool, 1, 0, &sat);
+	tu_fill_queue(pool, 10, tu_count_fn, counts, sizeof(counts[0]));
 	d.pool = pool;
 	d.rc = -1;
 	assert_int_equal(pthread_create(&d.thread, NULL, destroyer_main, &d), 0);
@@ -1109,14 +1011,13 @@ test_lifecycle_destroy_runs_queued_tasks(void **state)
 	assert_int_equal(tpe_execute(pool, tu_count_fn, &counts[0]), ECANCELED);
 	for (i = 0; i < 10; i++)
 		assert_int_equal(tu_load(&counts[i]), 0);
-	tu_latch_count_down(&release);  /* the pool may be freed from here on */
+	tu_unsaturate(&sat);  /* the pool may be freed from here on */
 	assert_int_equal(pthread_join(d.thread, NULL), 0);
 	assert_int_equal(d.rc, 0);
 	for (i = 0; i < 10; i++)
 		assert_int_equal(tu_load(&counts[i]), 1);
-	assert_int_equal(tu_load(&b.ran), 1);
-	tu_latch_destroy(&started);
-	tu_latch_destroy(&release);
+	assert_int_equal(tu_ran(&sat.b[0]), 1);
+	tu_saturation_destroy(&sat);
 }
 
 static void
@@ -1292,27 +1193,17 @@ test_lifecycle_disposition_invariant_race(void **state)
 	r.slots = calloc((size_t)NTH * PER, sizeof(*r.slots));
 	assert_non_null(r.slots);
 	for (round = 0; round < ROUNDS; round++) {
+		static const enum tpe_queue_kind kinds[3] = {
+			TPE_QUEUE_UNBOUNDED, TPE_QUEUE_BOUNDED, TPE_QUEUE_HANDOFF
+		};
 		tpe_attr_t *a;
 		size_t core = (size_t)(rand_r(&seed) % 4);
 		size_t max = core + 1 + (size_t)(rand_r(&seed) % 4);
+		size_t cap = kinds[round % 3] == TPE_QUEUE_BOUNDED ?
+		    1 + (size_t)(rand_r(&seed) % 64) : 0;
 
-		assert_int_equal(tpe_attr_create(&a), 0);
-		assert_int_equal(tpe_attr_set_pool_size(a, core, max), 0);
-		switch (round % 3) {
-		case 0:
-			assert_int_equal(tpe_attr_set_queue(a,
-			    TPE_QUEUE_UNBOUNDED, 0), 0);
-			break;
-		case 1:
-			assert_int_equal(tpe_attr_set_queue(a,
-			    TPE_QUEUE_BOUNDED, 1 + (size_t)(rand_r(&seed) % 64)),
-			    0);
-			break;
-		default:
-			assert_int_equal(tpe_attr_set_queue(a,
-			    TPE_QUEUE_HANDOFF, 0), 0);
-			break;
-		}
+		a = tu_attr_with(&(struct tu_pool_opts){ .core = core,
+		    .max = max, .queue = kinds[round % 3], .capacity = cap });
 		r.trigger = rand_r(&seed) % (PER + 1);
 		r.until_cancelled = false;
 		race_round(&r, a, round & 1);
@@ -1321,7 +1212,11 @@ test_lifecycle_disposition_invariant_race(void **state)
 	free(r.slots);
 }
 
-/* Java's ShutdownNowExecuteRace: P(10,10,3 days,ABQ(10)), shutdown_now at once. */
+/*
+ * Item 47 (Java's ShutdownNowExecuteRace): P(10,10,3 days,ABQ(10)) shut
+ * down with shutdown_now right after the submitters start, 256 times:
+ * every pool terminates and every task is accounted for exactly once.
+ */
 static void
 test_lifecycle_shutdown_now_execute_race(void **state)
 {
@@ -1336,8 +1231,9 @@ test_lifecycle_shutdown_now_execute_race(void **state)
 	r.per_thread = PER;
 	r.slots = calloc((size_t)NTH * PER, sizeof(*r.slots));
 	assert_non_null(r.slots);
-	a = attr_new(10, 10, TPE_QUEUE_BOUNDED, 10);
-	assert_int_equal(tpe_attr_set_keep_alive(a, 3 * 86400 * TU_S), 0);
+	a = tu_attr_with(&(struct tu_pool_opts){ .core = 10, .max = 10,
+	    .queue = TPE_QUEUE_BOUNDED, .capacity = 10,
+	    .keep_alive = 3 * 86400 * TU_S });
 	for (i = 0; i < POOLS; i++) {
 		r.trigger = 0;            /* shut down right after the start */
 		r.until_cancelled = true;
@@ -1360,28 +1256,22 @@ test_lifecycle_shutdown_now_execute_race(void **state)
 static void
 test_lifecycle_remove_empties_queue_then_terminates(void **state)
 {
-	struct tu_latch started, release;
-	struct tu_blocker b = { &started, &release, NULL, 0 };
+	struct tu_saturation sat;
 	int counts[2] = { 0 };
 	struct handback_log log;
 	struct hook_state h;
 	struct tpe_stats s;
-	tpe_attr_t *a;
 	tpe_t *pool;
 
 	(void)state;
 	memset(&h, 0, sizeof(h));
-	tu_latch_init(&started, 1);
-	tu_latch_init(&release, 1);
 	hb_init(&log, NULL);
-	a = attr_new(1, 1, TPE_QUEUE_BOUNDED, 10);
-	assert_int_equal(tpe_attr_set_terminated_hook(a, hook_fn, &h), 0);
-	assert_int_equal(tpe_attr_set_discard_callback(a, hb_fn, &log), 0);
-	pool = pool_from(a);
-	assert_int_equal(tpe_execute(pool, tu_blocker_fn, &b), 0);
-	tu_latch_wait(&started);
-	assert_int_equal(tpe_execute(pool, tu_count_fn, &counts[0]), 0);
-	assert_int_equal(tpe_execute(pool, tu_count_fn, &counts[1]), 0);
+	pool = tu_pool_with(&(struct tu_pool_opts){ .core = 1, .max = 1,
+	    .queue = TPE_QUEUE_BOUNDED, .capacity = 10,
+	    .terminated = hook_fn, .terminated_ctx = &h,
+	    .discard = hb_fn, .discard_ctx = &log });
+	tu_saturate(pool, 1, 0, &sat);
+	tu_fill_queue(pool, 2, tu_count_fn, counts, sizeof(counts[0]));
 	assert_int_equal(tpe_shutdown(pool), 0);
 	assert_int_equal(tu_stats(pool).queued, 2);
 
@@ -1400,7 +1290,7 @@ test_lifecycle_remove_empties_queue_then_terminates(void **state)
 	assert_int_equal(__atomic_load_n(&h.calls, __ATOMIC_SEQ_CST), 0);
 	assert_int_equal(hb_count(&log), 0);
 
-	tu_latch_count_down(&release);
+	tu_unsaturate(&sat);
 	/* Bounded: a queue that did not really empty would hang here. */
 	assert_int_equal(tpe_await_termination(pool, 10 * TU_S), 0);
 	assert_true(tpe_is_terminated(pool));
@@ -1411,12 +1301,11 @@ test_lifecycle_remove_empties_queue_then_terminates(void **state)
 	assert_terminated(pool, 3, 1);
 	assert_int_equal(tu_load(&counts[0]), 0);
 	assert_int_equal(tu_load(&counts[1]), 0);
-	assert_int_equal(tu_load(&b.ran), 1);
+	assert_int_equal(tu_ran(&sat.b[0]), 1);
 	assert_int_equal(hb_count(&log), 0);
 	assert_int_equal(tpe_destroy(pool), 0);
 	assert_int_equal(__atomic_load_n(&h.calls, __ATOMIC_SEQ_CST), 1);
-	tu_latch_destroy(&started);
-	tu_latch_destroy(&release);
+	tu_saturation_destroy(&sat);
 }
 
 /*
@@ -1429,14 +1318,12 @@ test_lifecycle_remove_empties_queue_then_terminates(void **state)
 static void
 test_lifecycle_purge_empties_queue_then_terminates(void **state)
 {
-	struct tu_latch started, release;
-	struct tu_blocker b = { &started, &release, NULL, 0 };
+	struct tu_saturation sat;
 	int counts[2] = { 0 };
 	struct handback_log log;
 	struct hook_state h;
 	tpe_future_t *f[2];
 	struct tpe_stats s;
-	tpe_attr_t *a;
 	tpe_t *pool;
 	size_t purged;
 	void *res;
@@ -1444,16 +1331,13 @@ test_lifecycle_purge_empties_queue_then_terminates(void **state)
 
 	(void)state;
 	memset(&h, 0, sizeof(h));
-	tu_latch_init(&started, 1);
-	tu_latch_init(&release, 1);
 	hb_init(&log, NULL);
-	a = attr_new(1, 1, TPE_QUEUE_BOUNDED, 10);
-	assert_int_equal(tpe_attr_set_terminated_hook(a, hook_fn, &h), 0);
-	assert_int_equal(tpe_attr_set_discard_callback(a, hb_fn, &log), 0);
-	pool = pool_from(a);
+	pool = tu_pool_with(&(struct tu_pool_opts){ .core = 1, .max = 1,
+	    .queue = TPE_QUEUE_BOUNDED, .capacity = 10,
+	    .terminated = hook_fn, .terminated_ctx = &h,
+	    .discard = hb_fn, .discard_ctx = &log });
 	log.pool = pool;
-	assert_int_equal(tpe_execute(pool, tu_blocker_fn, &b), 0);
-	tu_latch_wait(&started);
+	tu_saturate(pool, 1, 0, &sat);
 	for (i = 0; i < 2; i++)
 		assert_int_equal(tpe_submit(pool, ret_arg_fn, &counts[i], &f[i]),
 		    0);
@@ -1486,7 +1370,7 @@ test_lifecycle_purge_empties_queue_then_terminates(void **state)
 	assert_int_equal(tpe_await_termination(pool, 0), ETIMEDOUT);
 	assert_int_equal(__atomic_load_n(&h.calls, __ATOMIC_SEQ_CST), 0);
 
-	tu_latch_count_down(&release);
+	tu_unsaturate(&sat);
 	/* Bounded: a queue that did not really empty would hang here. */
 	assert_int_equal(tpe_await_termination(pool, 10 * TU_S), 0);
 	assert_true(tpe_is_terminated(pool));
@@ -1503,8 +1387,7 @@ test_lifecycle_purge_empties_queue_then_terminates(void **state)
 	assert_int_equal(hb_count(&log), 2);
 	assert_int_equal(tpe_destroy(pool), 0);
 	assert_int_equal(__atomic_load_n(&h.calls, __ATOMIC_SEQ_CST), 1);
-	tu_latch_destroy(&started);
-	tu_latch_destroy(&release);
+	tu_saturation_destroy(&sat);
 }
 
 /* ---- completed never decreases (item 60) ------------------------------ */
@@ -1561,16 +1444,14 @@ test_lifecycle_completed_never_decreases(void **state)
 	struct mono m;
 	struct tpe_stats s;
 	uint64_t last = 0, total;
-	tpe_attr_t *a;
 	tpe_t *pool;
 	int round, i, rc;
 
 	(void)state;
 	memset(&m, 0, sizeof(m));
-	a = attr_new(1, 4, TPE_QUEUE_BOUNDED, 16);
-	assert_int_equal(tpe_attr_set_keep_alive(a, TU_MS), 0);
-	assert_int_equal(tpe_attr_set_allow_core_timeout(a, true), 0);
-	pool = pool_from(a);
+	pool = tu_pool_with(&(struct tu_pool_opts){ .core = 1, .max = 4,
+	    .queue = TPE_QUEUE_BOUNDED, .capacity = 16, .keep_alive = TU_MS,
+	    .allow_core_timeout = true });
 	m.pool = pool;
 	for (round = 0; round < ROUNDS; round++) {
 		for (i = 0; i < PER_ROUND; i++) {

@@ -3,7 +3,7 @@
  * test_rejection.c - the rejection policies (ABORT, CALLER_RUNS, DISCARD,
  * DISCARD_OLDEST, custom handler) for tpe_execute and tpe_submit, their
  * counters, and submissions after shutdown (ECANCELED, no handler).
- * Java behaviours (research/java_tpe.md part (a)): D 29-37, E 46.
+ * Java behaviours (doc/java-behaviours.md): D 29-37, E 46.
  */
 #define _GNU_SOURCE
 #include <string.h>
@@ -114,75 +114,28 @@ reject_handler(tpe_t *pool, tpe_fn fn, void *arg, void *ctx)
 
 static int handler_ctx_obj, discard_ctx_obj;
 
-/* P(1, max, kind/cap) with the given policy (or CUSTOM), the recording
- * discard callback; resets the recorders. */
+/*
+ * P(1, max, kind/cap) with the given policy (or CUSTOM) and the recording
+ * discard callback; resets the recorders. The tests saturate it with
+ * tu_saturate(): P(1,1,ABQ(1)) holds b[0] running and b[1] queued, a
+ * hand-off pool b[0] only.
+ */
 static tpe_t *
 pool_rej(size_t max, enum tpe_queue_kind kind, size_t cap, int policy)
 {
-	tpe_attr_t *a;
-	tpe_t *p;
-
 	rec_reset(&discards);
 	rec_reset(&handled);
 	handler_mode = H_RUN;
 	kept_fn = NULL;
 	kept_arg = NULL;
 	handler_stats_rc = -1;
-	assert_int_equal(tpe_attr_create(&a), 0);
-	assert_int_equal(tpe_attr_set_pool_size(a, 1, max), 0);
-	assert_int_equal(tpe_attr_set_queue(a, kind, cap), 0);
-	if (policy == CUSTOM)
-		assert_int_equal(tpe_attr_set_rejection_handler(a, reject_handler,
-		    &handler_ctx_obj), 0);
-	else
-		assert_int_equal(tpe_attr_set_rejection(a,
-		    (enum tpe_rejection)policy), 0);
-	assert_int_equal(tpe_attr_set_discard_callback(a, discard_cb,
-	    &discard_ctx_obj), 0);
-	assert_int_equal(tpe_create(&p, a), 0);
-	tpe_attr_destroy(a);
-	return p;
-}
-
-/*
- * Saturates P(1,1,ABQ(1)) (or hand-off): b[0] running, b[1] queued (if the
- * queue is bounded). The blockers share `release`.
- */
-struct sat {
-	struct tu_latch started, release;
-	struct tu_blocker b[2];
-};
-
-static void
-saturate(tpe_t *p, struct sat *s, bool queue_one)
-{
-	tu_latch_init(&s->started, 1);
-	tu_latch_init(&s->release, 1);
-	s->b[0] = (struct tu_blocker){ &s->started, &s->release, NULL, 0 };
-	s->b[1] = (struct tu_blocker){ NULL, &s->release, NULL, 0 };
-	assert_int_equal(tpe_execute(p, tu_blocker_fn, &s->b[0]), 0);
-	tu_latch_wait(&s->started);
-	if (queue_one)
-		assert_int_equal(tpe_execute(p, tu_blocker_fn, &s->b[1]), 0);
-}
-
-static void
-sat_release(struct sat *s)
-{
-	tu_latch_count_down(&s->release);
-}
-
-static void
-sat_destroy(struct sat *s)
-{
-	tu_latch_destroy(&s->started);
-	tu_latch_destroy(&s->release);
-}
-
-static int
-ran(const struct tu_blocker *b)
-{
-	return __atomic_load_n(&b->ran, __ATOMIC_SEQ_CST);
+	return tu_pool_with(&(struct tu_pool_opts){ .core = 1, .max = max,
+	    .queue = kind, .capacity = cap,
+	    .rejection = policy == CUSTOM ? TPE_REJECT_ABORT :
+	    (enum tpe_rejection)policy,
+	    .reject_handler = policy == CUSTOM ? reject_handler : NULL,
+	    .reject_ctx = &handler_ctx_obj,
+	    .discard = discard_cb, .discard_ctx = &discard_ctx_obj });
 }
 
 /* A callable that counts and records its thread. */
@@ -207,18 +160,18 @@ callrec_task(void *arg)
 	(void)callrec_fn(arg);
 }
 
-/* ---- ABORT (items 29, 36) ----------------------------------------------- */
+/* ---- ABORT: EAGAIN, the caller keeps the task (items 29, 36) ----------- */
 
 static void
 test_rejection_abort(void **state)
 {
-	static struct sat s;
+	static struct tu_saturation sat;
 	static int count;
 	tpe_t *p = pool_rej(1, TPE_QUEUE_BOUNDED, 1, TPE_REJECT_ABORT);
 	struct tpe_stats before, after;
 
 	(void)state;
-	saturate(p, &s, true);
+	tu_saturate(p, 1, 1, &sat);
 	before = tu_stats(p);
 	assert_int_equal(before.submitted, 2);
 	assert_int_equal(before.rejected, 0);
@@ -233,28 +186,28 @@ test_rejection_abort(void **state)
 	assert_int_equal(tpe_execute(p, tu_count_fn, &count), EAGAIN);
 	assert_int_equal(tu_stats(p).rejected, before.rejected + 2);
 	assert_int_equal(tu_stats(p).queued, 1);
-	sat_release(&s);
+	tu_unsaturate(&sat);
 	assert_int_equal(tpe_destroy(p), 0);
 	/* The caller kept the task: it never ran, nothing was handed back. */
 	assert_int_equal(count, 0);
 	assert_int_equal(rec_n(&discards), 0);
-	assert_int_equal(ran(&s.b[0]), 1);
-	assert_int_equal(ran(&s.b[1]), 1);
-	sat_destroy(&s);
+	assert_int_equal(tu_ran(&sat.b[0]), 1);
+	assert_int_equal(tu_ran(&sat.b[1]), 1);
+	tu_saturation_destroy(&sat);
 }
 
 /* Item 24 for submit: EAGAIN, *future untouched. */
 static void
 test_rejection_abort_submit(void **state)
 {
-	static struct sat s;
+	static struct tu_saturation sat;
 	static struct callrec c;
 	tpe_t *p = pool_rej(1, TPE_QUEUE_BOUNDED, 1, TPE_REJECT_ABORT);
 	tpe_future_t *f = (tpe_future_t *)&c;
 	struct tpe_stats before, after;
 
 	(void)state;
-	saturate(p, &s, true);
+	tu_saturate(p, 1, 1, &sat);
 	before = tu_stats(p);
 	memset(&c, 0, sizeof(c));
 	assert_int_equal(tpe_submit(p, callrec_fn, &c, &f), EAGAIN);
@@ -263,26 +216,26 @@ test_rejection_abort_submit(void **state)
 	assert_int_equal(after.rejected, before.rejected + 1);
 	assert_int_equal(after.submitted, before.submitted);
 	assert_int_equal(after.queued, before.queued);
-	sat_release(&s);
+	tu_unsaturate(&sat);
 	assert_int_equal(tpe_destroy(p), 0);
 	assert_int_equal(c.ran, 0);
 	assert_int_equal(rec_n(&discards), 0);
-	sat_destroy(&s);
+	tu_saturation_destroy(&sat);
 }
 
-/* ---- CALLER_RUNS (item 31) ---------------------------------------------- */
+/* ---- CALLER_RUNS: the submitting thread runs it (item 31) -------------- */
 
 static void
 test_rejection_caller_runs(void **state)
 {
-	static struct sat s;
+	static struct tu_saturation sat;
 	static struct callrec r[5];
 	tpe_t *p = pool_rej(1, TPE_QUEUE_BOUNDED, 1, TPE_REJECT_CALLER_RUNS);
 	struct tpe_stats st;
 	int i;
 
 	(void)state;
-	saturate(p, &s, false);
+	tu_saturate(p, 1, 0, &sat);
 	memset(r, 0, sizeof(r));
 	for (i = 0; i < 5; i++) {
 		assert_int_equal(tpe_execute(p, callrec_task, &r[i]), 0);
@@ -297,7 +250,7 @@ test_rejection_caller_runs(void **state)
 	assert_int_equal(st.queued, 1);
 	assert_int_equal(st.rejected, 4);
 	assert_int_equal(st.completed, 0);
-	sat_release(&s);
+	tu_unsaturate(&sat);
 	assert_int_equal(tpe_destroy(p), 0);
 	/* tasks[0] was queued and ran on the worker. */
 	assert_int_equal(r[0].ran, 1);
@@ -305,20 +258,20 @@ test_rejection_caller_runs(void **state)
 	for (i = 1; i < 5; i++)
 		assert_int_equal(r[i].ran, 1);
 	assert_int_equal(rec_n(&discards), 0);
-	sat_destroy(&s);
+	tu_saturation_destroy(&sat);
 }
 
 static void
 test_rejection_caller_runs_submit(void **state)
 {
-	static struct sat s;
+	static struct tu_saturation sat;
 	static struct callrec c;
 	tpe_t *p = pool_rej(1, TPE_QUEUE_HANDOFF, 0, TPE_REJECT_CALLER_RUNS);
 	tpe_future_t *f = NULL;
 	void *res = NULL;
 
 	(void)state;
-	saturate(p, &s, false);
+	tu_saturate(p, 1, 0, &sat);
 	memset(&c, 0, sizeof(c));
 	assert_int_equal(tpe_submit(p, callrec_fn, &c, &f), 0);
 	assert_non_null(f);
@@ -331,25 +284,25 @@ test_rejection_caller_runs_submit(void **state)
 	assert_int_equal(tpe_future_cancel(f), EBUSY);
 	tpe_future_release(f);
 	assert_int_equal(tu_stats(p).rejected, 1);
-	sat_release(&s);
+	tu_unsaturate(&sat);
 	assert_int_equal(tpe_destroy(p), 0);
 	assert_int_equal(c.ran, 1);
-	sat_destroy(&s);
+	tu_saturation_destroy(&sat);
 }
 
-/* ---- DISCARD (item 30) -------------------------------------------------- */
+/* ---- DISCARD: dropped, to the discard callback (item 30) --------------- */
 
 static void
 test_rejection_discard(void **state)
 {
-	static struct sat s;
+	static struct tu_saturation sat;
 	static int count;
 	tpe_t *p = pool_rej(1, TPE_QUEUE_BOUNDED, 1, TPE_REJECT_DISCARD);
 	struct tpe_stats before, after;
 	struct call c;
 
 	(void)state;
-	saturate(p, &s, true);
+	tu_saturate(p, 1, 1, &sat);
 	before = tu_stats(p);
 	count = 0;
 	assert_int_equal(tpe_execute(p, tu_count_fn, &count), 0);
@@ -364,39 +317,39 @@ test_rejection_discard(void **state)
 	assert_true(c.fn == tu_count_fn);
 	assert_ptr_equal(c.arg, &count);
 	assert_ptr_equal(c.ctx, &discard_ctx_obj);
-	sat_release(&s);
+	tu_unsaturate(&sat);
 	assert_int_equal(tpe_destroy(p), 0);
 	assert_int_equal(count, 0);
 	assert_int_equal(rec_n(&discards), 1);
-	assert_int_equal(ran(&s.b[1]), 1);
-	sat_destroy(&s);
+	assert_int_equal(tu_ran(&sat.b[1]), 1);
+	tu_saturation_destroy(&sat);
 }
 
 /* Without a discard callback the task is simply dropped. */
 static void
 test_rejection_discard_no_callback(void **state)
 {
-	static struct sat s;
+	static struct tu_saturation sat;
 	static int count;
 	tpe_t *p = tu_pool(1, 1, TPE_QUEUE_HANDOFF, 0, TPE_REJECT_DISCARD);
 
 	(void)state;
-	saturate(p, &s, false);
+	tu_saturate(p, 1, 0, &sat);
 	count = 0;
 	assert_int_equal(tpe_execute(p, tu_count_fn, &count), 0);
 	assert_int_equal(tpe_execute(p, tu_count_fn, &count), 0);
 	assert_int_equal(tu_stats(p).rejected, 2);
 	assert_int_equal(tu_stats(p).submitted, 1);
-	sat_release(&s);
+	tu_unsaturate(&sat);
 	assert_int_equal(tpe_destroy(p), 0);
 	assert_int_equal(count, 0);
-	sat_destroy(&s);
+	tu_saturation_destroy(&sat);
 }
 
 static void
 test_rejection_discard_submit(void **state)
 {
-	static struct sat s;
+	static struct tu_saturation sat;
 	static struct callrec c;
 	tpe_t *p = pool_rej(1, TPE_QUEUE_BOUNDED, 1, TPE_REJECT_DISCARD);
 	tpe_future_t *f = NULL;
@@ -404,7 +357,7 @@ test_rejection_discard_submit(void **state)
 	struct call d;
 
 	(void)state;
-	saturate(p, &s, true);
+	tu_saturate(p, 1, 1, &sat);
 	memset(&c, 0, sizeof(c));
 	assert_int_equal(tpe_submit(p, callrec_fn, &c, &f), 0);
 	assert_non_null(f);
@@ -418,29 +371,29 @@ test_rejection_discard_submit(void **state)
 	assert_true(d.fn == NULL);
 	assert_ptr_equal(d.arg, &c);
 	assert_ptr_equal(d.ctx, &discard_ctx_obj);
-	sat_release(&s);
+	tu_unsaturate(&sat);
 	assert_int_equal(tpe_destroy(p), 0);
 	tpe_future_release(f);
 	assert_int_equal(c.ran, 0);
 	assert_int_equal(rec_n(&discards), 1);
-	sat_destroy(&s);
+	tu_saturation_destroy(&sat);
 }
 
-/* ---- DISCARD_OLDEST (item 33) ------------------------------------------- */
+/* ---- DISCARD_OLDEST: the queue's head makes room (item 33) ------------- */
 
 static void
 test_rejection_discard_oldest(void **state)
 {
-	static struct sat s;
+	static struct tu_saturation sat;
 	static struct tu_blocker r3;
 	tpe_t *p = pool_rej(1, TPE_QUEUE_BOUNDED, 1, TPE_REJECT_DISCARD_OLDEST);
 	struct tpe_stats before, after;
 	struct call d;
 
 	(void)state;
-	saturate(p, &s, true); /* r1 = b[0] running, r2 = b[1] queued */
+	tu_saturate(p, 1, 1, &sat); /* r1 = b[0] running, r2 = b[1] queued */
 	before = tu_stats(p);
-	r3 = (struct tu_blocker){ NULL, &s.release, NULL, 0 };
+	r3 = (struct tu_blocker){ NULL, &sat.release, NULL, 0 };
 	assert_int_equal(tpe_execute(p, tu_blocker_fn, &r3), 0);
 	after = tu_stats(p);
 	assert_int_equal(after.queued, 1);
@@ -450,24 +403,24 @@ test_rejection_discard_oldest(void **state)
 	assert_int_equal(rec_n(&discards), 1);
 	d = rec_get(&discards, 0);
 	assert_true(d.fn == tu_blocker_fn);
-	assert_ptr_equal(d.arg, &s.b[1]);
+	assert_ptr_equal(d.arg, &sat.b[1]);
 	assert_ptr_equal(d.ctx, &discard_ctx_obj);
 	/* r3 is the one queued now. */
-	assert_int_equal(tpe_remove(p, tu_blocker_fn, &s.b[1]), ENOENT);
-	sat_release(&s);
+	assert_int_equal(tpe_remove(p, tu_blocker_fn, &sat.b[1]), ENOENT);
+	tu_unsaturate(&sat);
 	assert_int_equal(tpe_destroy(p), 0);
-	assert_int_equal(ran(&s.b[0]), 1);
-	assert_int_equal(ran(&s.b[1]), 0);
-	assert_int_equal(ran(&r3), 1);
+	assert_int_equal(tu_ran(&sat.b[0]), 1);
+	assert_int_equal(tu_ran(&sat.b[1]), 0);
+	assert_int_equal(tu_ran(&r3), 1);
 	assert_int_equal(rec_n(&discards), 1);
-	sat_destroy(&s);
+	tu_saturation_destroy(&sat);
 }
 
 /* The dropped head is a future: it is cancelled, the callback gets fn NULL. */
 static void
 test_rejection_discard_oldest_future_head(void **state)
 {
-	static struct sat s;
+	static struct tu_saturation sat;
 	static struct callrec c2;
 	static int count;
 	tpe_t *p = pool_rej(1, TPE_QUEUE_BOUNDED, 1, TPE_REJECT_DISCARD_OLDEST);
@@ -476,7 +429,7 @@ test_rejection_discard_oldest_future_head(void **state)
 	struct call d;
 
 	(void)state;
-	saturate(p, &s, false);
+	tu_saturate(p, 1, 0, &sat);
 	memset(&c2, 0, sizeof(c2));
 	assert_int_equal(tpe_submit(p, callrec_fn, &c2, &f2), 0);
 	assert_false(tpe_future_is_done(f2));
@@ -488,26 +441,26 @@ test_rejection_discard_oldest_future_head(void **state)
 	d = rec_get(&discards, 0);
 	assert_true(d.fn == NULL);
 	assert_ptr_equal(d.arg, &c2);
-	sat_release(&s);
+	tu_unsaturate(&sat);
 	assert_int_equal(tpe_destroy(p), 0);
 	tpe_future_release(f2);
 	assert_int_equal(c2.ran, 0);
 	assert_int_equal(count, 1);
-	sat_destroy(&s);
+	tu_saturation_destroy(&sat);
 }
 
 /* Nothing to drop (hand-off queue): EAGAIN, the caller keeps the task. */
 static void
 test_rejection_discard_oldest_handoff(void **state)
 {
-	static struct sat s;
+	static struct tu_saturation sat;
 	static int count;
 	static struct callrec c;
 	tpe_t *p = pool_rej(1, TPE_QUEUE_HANDOFF, 0, TPE_REJECT_DISCARD_OLDEST);
 	tpe_future_t *f = (tpe_future_t *)&c;
 
 	(void)state;
-	saturate(p, &s, false);
+	tu_saturate(p, 1, 0, &sat);
 	count = 0;
 	assert_int_equal(tpe_execute(p, tu_count_fn, &count), EAGAIN);
 	memset(&c, 0, sizeof(c));
@@ -516,26 +469,26 @@ test_rejection_discard_oldest_handoff(void **state)
 	assert_int_equal(rec_n(&discards), 0);
 	assert_int_equal(tu_stats(p).rejected, 2);
 	assert_int_equal(tu_stats(p).submitted, 1);
-	sat_release(&s);
+	tu_unsaturate(&sat);
 	assert_int_equal(tpe_destroy(p), 0);
 	assert_int_equal(count, 0);
 	assert_int_equal(c.ran, 0);
 	assert_int_equal(rec_n(&discards), 0);
-	sat_destroy(&s);
+	tu_saturation_destroy(&sat);
 }
 
-/* ---- custom handler (item 35) ------------------------------------------- */
+/* ---- a custom handler, called once per refused task (item 35) --------- */
 
 static void
 test_rejection_custom_handler_accepts(void **state)
 {
-	static struct sat s;
+	static struct tu_saturation sat;
 	static int count;
 	tpe_t *p = pool_rej(1, TPE_QUEUE_BOUNDED, 1, CUSTOM);
 	struct call h;
 
 	(void)state;
-	saturate(p, &s, true);
+	tu_saturate(p, 1, 1, &sat);
 	count = 0;
 	handler_mode = H_RUN;
 	assert_int_equal(tpe_execute(p, tu_count_fn, &count), 0);
@@ -553,24 +506,24 @@ test_rejection_custom_handler_accepts(void **state)
 	assert_int_equal(count, 1);
 	assert_int_equal(tu_stats(p).rejected, 1);
 	assert_int_equal(tu_stats(p).queued, 1);
-	sat_release(&s);
+	tu_unsaturate(&sat);
 	assert_int_equal(tpe_destroy(p), 0);
 	assert_int_equal(rec_n(&handled), 1);
 	assert_int_equal(rec_n(&discards), 0);
 	assert_int_equal(count, 1);
-	sat_destroy(&s);
+	tu_saturation_destroy(&sat);
 }
 
 static void
 test_rejection_custom_handler_refuses(void **state)
 {
-	static struct sat s;
+	static struct tu_saturation sat;
 	static int count;
 	tpe_t *p = pool_rej(1, TPE_QUEUE_BOUNDED, 1, CUSTOM);
 	struct tpe_stats before, after;
 
 	(void)state;
-	saturate(p, &s, true);
+	tu_saturate(p, 1, 1, &sat);
 	before = tu_stats(p);
 	count = 0;
 	handler_mode = H_REFUSE;
@@ -580,12 +533,12 @@ test_rejection_custom_handler_refuses(void **state)
 	assert_int_equal(after.rejected, before.rejected + 1);
 	assert_int_equal(after.submitted, before.submitted);
 	assert_int_equal(after.queued, before.queued);
-	sat_release(&s);
+	tu_unsaturate(&sat);
 	assert_int_equal(tpe_destroy(p), 0);
 	assert_int_equal(count, 0);
 	assert_int_equal(rec_n(&handled), 1);
 	assert_int_equal(rec_n(&discards), 0);
-	sat_destroy(&s);
+	tu_saturation_destroy(&sat);
 }
 
 /* For tpe_submit the handler gets a runnable pair; fn(arg) completes the
@@ -593,7 +546,7 @@ test_rejection_custom_handler_refuses(void **state)
 static void
 test_rejection_custom_handler_submit(void **state)
 {
-	static struct sat s;
+	static struct tu_saturation sat;
 	static struct callrec c, c2;
 	tpe_t *p = pool_rej(1, TPE_QUEUE_HANDOFF, 0, CUSTOM);
 	tpe_future_t *f = NULL, *f2 = (tpe_future_t *)&c2;
@@ -601,7 +554,7 @@ test_rejection_custom_handler_submit(void **state)
 	struct call h;
 
 	(void)state;
-	saturate(p, &s, false);
+	tu_saturate(p, 1, 0, &sat);
 	memset(&c, 0, sizeof(c));
 	handler_mode = H_KEEP;
 	assert_int_equal(tpe_submit(p, callrec_fn, &c, &f), 0);
@@ -632,26 +585,26 @@ test_rejection_custom_handler_submit(void **state)
 	assert_ptr_equal(f2, (tpe_future_t *)&c2);
 	assert_int_equal(rec_n(&handled), 2);
 	assert_int_equal(tu_stats(p).rejected, 2);
-	sat_release(&s);
+	tu_unsaturate(&sat);
 	assert_int_equal(tpe_destroy(p), 0);
 	assert_int_equal(c.ran, 1);
 	assert_int_equal(c2.ran, 0);
 	assert_int_equal(rec_n(&discards), 0);
-	sat_destroy(&s);
+	tu_saturation_destroy(&sat);
 }
 
-/* ---- after shutdown (items 32, 34, 37) ---------------------------------- */
+/* ---- after shutdown: ECANCELED, no policy runs (items 32, 34, 37) ------ */
 
 static void
 after_shutdown_check(int policy)
 {
-	static struct sat s;
+	static struct tu_saturation sat;
 	static int count;
 	static struct callrec c;
 	tpe_t *p = pool_rej(1, TPE_QUEUE_BOUNDED, 1, policy);
 	tpe_future_t *f = (tpe_future_t *)&c;
 
-	saturate(p, &s, true);
+	tu_saturate(p, 1, 1, &sat);
 	count = 0;
 	memset(&c, 0, sizeof(c));
 	assert_int_equal(tpe_shutdown(p), 0);
@@ -665,7 +618,7 @@ after_shutdown_check(int policy)
 	assert_int_equal(rec_n(&discards), 0);
 	assert_int_equal(tu_stats(p).queued, 1);
 	assert_false(tpe_is_terminated(p));
-	sat_release(&s);
+	tu_unsaturate(&sat);
 	assert_int_equal(tpe_await_termination(p, -1), 0);
 	/* And after termination. */
 	assert_int_equal(tpe_execute(p, tu_count_fn, &count), ECANCELED);
@@ -677,9 +630,9 @@ after_shutdown_check(int policy)
 	assert_int_equal(rec_n(&handled), 0);
 	assert_int_equal(rec_n(&discards), 0);
 	/* The queued task was not dropped: shutdown drained it. */
-	assert_int_equal(ran(&s.b[0]), 1);
-	assert_int_equal(ran(&s.b[1]), 1);
-	sat_destroy(&s);
+	assert_int_equal(tu_ran(&sat.b[0]), 1);
+	assert_int_equal(tu_ran(&sat.b[1]), 1);
+	tu_saturation_destroy(&sat);
 }
 
 static void
@@ -719,13 +672,13 @@ drained_cb(tpe_fn fn, void *arg, void *ctx)
 static void
 saturated_then_shutdown(bool now)
 {
-	static struct sat s;
+	static struct tu_saturation sat;
 	static int count;
 	tpe_t *p = pool_rej(1, TPE_QUEUE_BOUNDED, 1, TPE_REJECT_ABORT);
 	struct tpe_stats st;
 	struct call d;
 
-	saturate(p, &s, true);
+	tu_saturate(p, 1, 1, &sat);
 	count = 0;
 	assert_int_equal(tpe_execute(p, tu_count_fn, &count), EAGAIN);
 	if (now) {
@@ -734,14 +687,14 @@ saturated_then_shutdown(bool now)
 		assert_int_equal(rec_n(&handled), 1);
 		d = rec_get(&handled, 0);
 		assert_true(d.fn == tu_blocker_fn);
-		assert_ptr_equal(d.arg, &s.b[1]);
+		assert_ptr_equal(d.arg, &sat.b[1]);
 		assert_ptr_equal(d.ctx, &count);
 	} else {
 		assert_int_equal(tpe_shutdown(p), 0);
 	}
 	assert_int_equal(tpe_execute(p, tu_count_fn, &count), ECANCELED);
 	assert_false(tpe_is_terminated(p));
-	sat_release(&s);
+	tu_unsaturate(&sat);
 	assert_int_equal(tpe_await_termination(p, -1), 0);
 	assert_int_equal(tpe_execute(p, tu_count_fn, &count), ECANCELED);
 	st = tu_stats(p);
@@ -750,8 +703,8 @@ saturated_then_shutdown(bool now)
 	assert_int_equal(st.pool_size, 0);
 	assert_int_equal(tpe_destroy(p), 0);
 	assert_int_equal(count, 0);
-	assert_int_equal(ran(&s.b[1]), now ? 0 : 1);
-	sat_destroy(&s);
+	assert_int_equal(tu_ran(&sat.b[1]), now ? 0 : 1);
+	tu_saturation_destroy(&sat);
 }
 
 static void

@@ -3,8 +3,8 @@
  * test_resize.c - dynamic sizing: tpe_set_pool_size, tpe_set_keep_alive,
  * tpe_set_allow_core_timeout, keep-alive expiry, tpe_prestart_core_threads,
  * and a task resizing its own pool.
- * Java behaviours (research/java_tpe.md part (a)): B 13-17 (pool setters),
- * F 64, 65, G 68-76, 79.
+ * Java behaviours (doc/java-behaviours.md): B 13-17 (pool setters), F 64,
+ * 65, G 68-76, 79.
  */
 #define _GNU_SOURCE
 #include <string.h>
@@ -12,39 +12,6 @@
 #include "testutil.h"
 
 #define EV_TIMEOUT (10 * TU_S)
-
-static tpe_t *
-pool_ka(size_t core, size_t max, int64_t keep_alive, bool allow,
-    enum tpe_queue_kind kind, size_t cap)
-{
-	tpe_attr_t *a;
-	tpe_t *p;
-
-	assert_int_equal(tpe_attr_create(&a), 0);
-	assert_int_equal(tpe_attr_set_pool_size(a, core, max), 0);
-	assert_int_equal(tpe_attr_set_keep_alive(a, keep_alive), 0);
-	assert_int_equal(tpe_attr_set_allow_core_timeout(a, allow), 0);
-	assert_int_equal(tpe_attr_set_queue(a, kind, cap), 0);
-	assert_int_equal(tpe_create(&p, a), 0);
-	tpe_attr_destroy(a);
-	return p;
-}
-
-static void
-blockers_init(struct tu_blocker *b, size_t n, struct tu_latch *started,
-    struct tu_latch *release)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		b[i] = (struct tu_blocker){ started, release, NULL, 0 };
-}
-
-static int
-ran(const struct tu_blocker *b)
-{
-	return __atomic_load_n(&b->ran, __ATOMIC_SEQ_CST);
-}
 
 static size_t
 pool_size(tpe_t *p)
@@ -79,7 +46,7 @@ test_resize_set_pool_size_errors(void **state)
 	check_sizes(p, 2, 3);
 	assert_int_equal(tpe_set_pool_size(p, (size_t)-1, 3), EINVAL);
 	check_sizes(p, 2, 3);
-	/* Item 16. */
+	/* Item 16: a valid change reads back at once. */
 	assert_int_equal(tpe_set_pool_size(p, 2, 5), 0);
 	check_sizes(p, 2, 5);
 	assert_int_equal(tpe_set_pool_size(p, 2, 4), 0);
@@ -126,29 +93,23 @@ test_resize_set_pool_size_round_trips(void **state)
 	assert_int_equal(tpe_destroy(p), 0);
 }
 
-/* ---- items 71, 72, 79, 73: ConfigChanges -------------------------------- */
+/* ---- items 71-73, 79: resizing a busy pool, then its keep-alive -------- */
 
 static void
 test_resize_config_changes(void **state)
 {
-	static struct tu_latch started1, started2, release;
-	static struct tu_blocker b[21];
+	static struct tu_saturation sat, more;
 	static int count;
-	tpe_t *p = pool_ka(3, 9, 60 * TU_S, false, TPE_QUEUE_BOUNDED, 9);
+	tpe_t *p = tu_pool_with(&(struct tu_pool_opts){ .core = 3, .max = 9,
+	    .keep_alive = 60 * TU_S, .queue = TPE_QUEUE_BOUNDED,
+	    .capacity = 9 });
 	struct tpe_stats s;
 	int64_t t0;
 	int i;
 
 	(void)state;
-	tu_latch_init(&started1, 9);
-	tu_latch_init(&started2, 3);
-	tu_latch_init(&release, 1);
-	blockers_init(b, 18, &started1, &release);
-	blockers_init(b + 18, 3, &started2, &release);
 	/* Item 71: 18 blockers = 3 core + 9 queued + 6 non-core. */
-	for (i = 0; i < 18; i++)
-		assert_int_equal(tpe_execute(p, tu_blocker_fn, &b[i]), 0);
-	tu_latch_wait(&started1);
+	tu_saturate(p, 9, 9, &sat);
 	s = tu_stats(p);
 	assert_int_equal(s.pool_size, 9);
 	assert_int_equal(s.largest_pool_size, 9);
@@ -159,9 +120,7 @@ test_resize_config_changes(void **state)
 	assert_int_equal(tpe_execute(p, tu_count_fn, &count), EAGAIN);
 	/* Grow max while saturated: new submissions start threads. */
 	assert_int_equal(tpe_set_pool_size(p, 3, 12), 0);
-	for (i = 18; i < 21; i++)
-		assert_int_equal(tpe_execute(p, tu_blocker_fn, &b[i]), 0);
-	tu_latch_wait(&started2);
+	tu_saturate(p, 3, 0, &more);
 	s = tu_stats(p);
 	assert_int_equal(s.pool_size, 12);
 	assert_int_equal(s.largest_pool_size, 12);
@@ -179,14 +138,17 @@ test_resize_config_changes(void **state)
 	/* Item 79: no thread is created while the count is above max. */
 	assert_int_equal(tpe_execute(p, tu_count_fn, &count), EAGAIN);
 	assert_int_equal(tu_stats(p).pool_size, 12);
-	tu_latch_count_down(&release);
+	tu_unsaturate(&sat);
+	tu_unsaturate(&more);
 	/* The surplus exits as tasks finish: 6 threads stay (keep-alive 60 s). */
 	assert_true(TU_EVENTUALLY((s = tu_stats(p)).completed == 21 &&
 	    s.pool_size == 6, EV_TIMEOUT));
 	assert_int_equal(s.largest_pool_size, 12);
 	assert_int_equal(s.queued, 0);
-	for (i = 0; i < 21; i++)
-		assert_int_equal(ran(&b[i]), 1);
+	for (i = 0; i < 18; i++)
+		assert_int_equal(tu_ran(&sat.b[i]), 1);
+	for (i = 0; i < 3; i++)
+		assert_int_equal(tu_ran(&more.b[i]), 1);
 	assert_true(TU_EVENTUALLY(tu_stats(p).idle == 6, EV_TIMEOUT));
 
 	/* Item 73: a shorter keep-alive re-times the idle waits: down to core. */
@@ -207,9 +169,8 @@ test_resize_config_changes(void **state)
 	assert_int_equal(tpe_shutdown(p), 0);
 	assert_int_equal(tpe_await_termination(p, -1), 0);
 	assert_int_equal(tpe_destroy(p), 0);
-	tu_latch_destroy(&started1);
-	tu_latch_destroy(&started2);
-	tu_latch_destroy(&release);
+	tu_saturation_destroy(&sat);
+	tu_saturation_destroy(&more);
 }
 
 /* ---- tpe_set_keep_alive / allow-core-timeout errors (items 17, 18) ------ */
@@ -256,13 +217,15 @@ test_resize_keep_alive_unchanged_after_error(void **state)
 	assert_int_equal(tpe_destroy(p), 0);
 }
 
-/* ---- items 68, 69: allow-core-timeout ------------------------------------ */
+/* ---- items 68, 69: core threads time out only when allowed ------------- */
 
 static void
 test_resize_allow_core_timeout_true(void **state)
 {
 	static int count;
-	tpe_t *p = pool_ka(2, 10, 10 * TU_MS, true, TPE_QUEUE_BOUNDED, 10);
+	tpe_t *p = tu_pool_with(&(struct tu_pool_opts){ .core = 2, .max = 10,
+	    .keep_alive = 10 * TU_MS, .allow_core_timeout = true,
+	    .queue = TPE_QUEUE_BOUNDED, .capacity = 10 });
 	int64_t t0;
 
 	(void)state;
@@ -288,7 +251,9 @@ static void
 test_resize_allow_core_timeout_false(void **state)
 {
 	static int count;
-	tpe_t *p = pool_ka(2, 10, 10 * TU_MS, false, TPE_QUEUE_BOUNDED, 10);
+	tpe_t *p = tu_pool_with(&(struct tu_pool_opts){ .core = 2, .max = 10,
+	    .keep_alive = 10 * TU_MS, .queue = TPE_QUEUE_BOUNDED,
+	    .capacity = 10 });
 
 	(void)state;
 	count = 0;
@@ -304,34 +269,28 @@ test_resize_allow_core_timeout_false(void **state)
 	assert_int_equal(tu_load(&count), 2);
 }
 
-/* ---- item 70: TimeOutShrink --------------------------------------------- */
+/* ---- item 70: timed-out threads shrink the pool to core, never below --- */
 
 static void
 test_resize_timeout_shrink_to_core(void **state)
 {
-	static struct tu_latch started, release;
-	static struct tu_blocker b[8];
-	tpe_t *p = pool_ka(4, 8, 10 * TU_MS, false, TPE_QUEUE_HANDOFF, 0);
-	int i, round;
+	static struct tu_saturation sat;
+	tpe_t *p = tu_pool_with(&(struct tu_pool_opts){ .core = 4, .max = 8,
+	    .keep_alive = 10 * TU_MS, .queue = TPE_QUEUE_HANDOFF });
+	int round;
 
 	(void)state;
 	for (round = 0; round < 2; round++) {
-		tu_latch_init(&started, 8);
-		tu_latch_init(&release, 1);
-		blockers_init(b, 8, &started, &release);
-		for (i = 0; i < 8; i++)
-			assert_int_equal(tpe_execute(p, tu_blocker_fn, &b[i]), 0);
-		tu_latch_wait(&started);
+		tu_saturate(p, 8, 0, &sat);
 		assert_int_equal(pool_size(p), 8);
-		tu_latch_count_down(&release);
+		tu_unsaturate(&sat);
 		assert_true(TU_EVENTUALLY(pool_size(p) <= 4, EV_TIMEOUT));
 		assert_int_equal(pool_size(p), 4);
 		/* Several keep-alive periods later: still exactly core. */
 		tu_sleep_ns(60 * TU_MS);
 		assert_int_equal(pool_size(p), 4);
 		assert_true(TU_EVENTUALLY(tu_stats(p).idle == 4, EV_TIMEOUT));
-		tu_latch_destroy(&started);
-		tu_latch_destroy(&release);
+		tu_saturation_destroy(&sat);
 	}
 	assert_true(TU_EVENTUALLY(tu_stats(p).completed == 16, EV_TIMEOUT));
 	assert_int_equal(tpe_destroy(p), 0);
@@ -353,7 +312,8 @@ test_resize_raise_core_starts_workers(void **state)
 	tu_latch_init(&started1, 3);
 	tu_latch_init(&release, 1);
 	b[0] = (struct tu_blocker){ &started0, &release, NULL, 0 };
-	blockers_init(b + 1, 5, &started1, &release);
+	for (i = 1; i < 6; i++)
+		b[i] = (struct tu_blocker){ &started1, &release, NULL, 0 };
 	assert_int_equal(tpe_execute(p, tu_blocker_fn, &b[0]), 0);
 	tu_latch_wait(&started0);
 	for (i = 1; i < 4; i++)
@@ -380,7 +340,7 @@ test_resize_raise_core_starts_workers(void **state)
 	assert_int_equal(tu_stats(p).largest_pool_size, 5);
 	assert_int_equal(tpe_destroy(p), 0);
 	for (i = 0; i < 5; i++)
-		assert_int_equal(ran(&b[i]), 1);
+		assert_int_equal(tu_ran(&b[i]), 1);
 	tu_latch_destroy(&started0);
 	tu_latch_destroy(&started1);
 	tu_latch_destroy(&release);
@@ -390,19 +350,13 @@ test_resize_raise_core_starts_workers(void **state)
 static void
 test_resize_lower_core_idle_workers_exit(void **state)
 {
-	static struct tu_latch started, release;
-	static struct tu_blocker b[4];
-	tpe_t *p = pool_ka(4, 4, 10 * TU_MS, false, TPE_QUEUE_UNBOUNDED, 0);
-	int i;
+	static struct tu_saturation sat;
+	tpe_t *p = tu_pool_with(&(struct tu_pool_opts){ .core = 4, .max = 4,
+	    .keep_alive = 10 * TU_MS });
 
 	(void)state;
-	tu_latch_init(&started, 4);
-	tu_latch_init(&release, 1);
-	blockers_init(b, 4, &started, &release);
-	for (i = 0; i < 4; i++)
-		assert_int_equal(tpe_execute(p, tu_blocker_fn, &b[i]), 0);
-	tu_latch_wait(&started);
-	tu_latch_count_down(&release);
+	tu_saturate(p, 4, 0, &sat);
+	tu_unsaturate(&sat);
 	assert_true(TU_EVENTUALLY(tu_stats(p).idle == 4, EV_TIMEOUT));
 	tu_sleep_ns(30 * TU_MS); /* core threads: no keep-alive expiry */
 	assert_int_equal(pool_size(p), 4);
@@ -411,35 +365,26 @@ test_resize_lower_core_idle_workers_exit(void **state)
 	tu_sleep_ns(30 * TU_MS);
 	assert_int_equal(pool_size(p), 1);
 	assert_int_equal(tpe_destroy(p), 0);
-	tu_latch_destroy(&started);
-	tu_latch_destroy(&release);
+	tu_saturation_destroy(&sat);
 }
 
 /* Lowering max below the live count: idle surplus workers exit now. */
 static void
 test_resize_lower_max_idle_surplus_exits(void **state)
 {
-	static struct tu_latch started, release;
-	static struct tu_blocker b[4];
+	static struct tu_saturation sat;
 	tpe_t *p = tu_pool(4, 4, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
-	int i;
 
 	(void)state;
-	tu_latch_init(&started, 4);
-	tu_latch_init(&release, 1);
-	blockers_init(b, 4, &started, &release);
-	for (i = 0; i < 4; i++)
-		assert_int_equal(tpe_execute(p, tu_blocker_fn, &b[i]), 0);
-	tu_latch_wait(&started);
-	tu_latch_count_down(&release);
+	tu_saturate(p, 4, 0, &sat);
+	tu_unsaturate(&sat);
 	assert_true(TU_EVENTUALLY(tu_stats(p).idle == 4, EV_TIMEOUT));
 	/* Keep-alive is 60 s: only the lowered max makes them leave. */
 	assert_int_equal(tpe_set_pool_size(p, 2, 2), 0);
 	assert_true(TU_EVENTUALLY(pool_size(p) == 2, EV_TIMEOUT));
 	assert_int_equal(tu_stats(p).largest_pool_size, 4);
 	assert_int_equal(tpe_destroy(p), 0);
-	tu_latch_destroy(&started);
-	tu_latch_destroy(&release);
+	tu_saturation_destroy(&sat);
 }
 
 /* ---- item 76: the last worker never leaves a non-empty queue ------------- */
@@ -447,33 +392,26 @@ test_resize_lower_max_idle_surplus_exits(void **state)
 static void
 test_resize_last_worker_drains_queue(void **state)
 {
-	static struct tu_latch started, release;
-	static struct tu_blocker b;
+	static struct tu_saturation sat;
 	static int count;
-	tpe_t *p = pool_ka(1, 1, 1, true, TPE_QUEUE_UNBOUNDED, 0);
-	int i;
+	tpe_t *p = tu_pool_with(&(struct tu_pool_opts){ .core = 1, .max = 1,
+	    .keep_alive = 1, .allow_core_timeout = true });
 
 	(void)state;
-	tu_latch_init(&started, 1);
-	tu_latch_init(&release, 1);
-	b = (struct tu_blocker){ &started, &release, NULL, 0 };
-	assert_int_equal(tpe_execute(p, tu_blocker_fn, &b), 0);
-	tu_latch_wait(&started);
+	tu_saturate(p, 1, 0, &sat);
 	count = 0;
-	for (i = 0; i < 100; i++)
-		assert_int_equal(tpe_execute(p, tu_count_fn, &count), 0);
-	tu_latch_count_down(&release);
+	tu_fill_queue(p, 100, tu_count_fn, &count, 0);
+	tu_unsaturate(&sat);
 	/* Every queued task runs although the worker may time out any time the
 	 * queue is empty. */
 	assert_true(TU_EVENTUALLY(tu_load(&count) == 100, EV_TIMEOUT));
 	assert_true(TU_EVENTUALLY(pool_size(p) == 0, EV_TIMEOUT));
 	assert_int_equal(tu_stats(p).completed, 101);
 	assert_int_equal(tpe_destroy(p), 0);
-	tu_latch_destroy(&started);
-	tu_latch_destroy(&release);
+	tu_saturation_destroy(&sat);
 }
 
-/* ---- items 64, 65: tpe_prestart_core_threads ---------------------------- */
+/* ---- items 64, 65: prestarting starts the missing core threads --------- */
 
 static void
 test_resize_prestart_core_threads(void **state)
@@ -532,24 +470,18 @@ test_resize_prestart_core_threads(void **state)
 static void
 test_resize_prestart_partial(void **state)
 {
-	static struct tu_latch started, release;
-	static struct tu_blocker b;
+	static struct tu_saturation sat;
 	tpe_t *p = tu_pool(3, 3, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
 	size_t n = 99;
 
 	(void)state;
-	tu_latch_init(&started, 1);
-	tu_latch_init(&release, 1);
-	b = (struct tu_blocker){ &started, &release, NULL, 0 };
-	assert_int_equal(tpe_execute(p, tu_blocker_fn, &b), 0);
-	tu_latch_wait(&started);
+	tu_saturate(p, 1, 0, &sat);
 	assert_int_equal(tpe_prestart_core_threads(p, &n), 0);
 	assert_int_equal(n, 2);
 	assert_int_equal(pool_size(p), 3);
-	tu_latch_count_down(&release);
+	tu_unsaturate(&sat);
 	assert_int_equal(tpe_destroy(p), 0);
-	tu_latch_destroy(&started);
-	tu_latch_destroy(&release);
+	tu_saturation_destroy(&sat);
 }
 
 /* ---- item 74: a task resizes its own pool (SelfInterrupt) ---------------- */
@@ -581,7 +513,8 @@ static void
 test_resize_task_resizes_own_pool(void **state)
 {
 	static struct self_resize s;
-	tpe_t *p = pool_ka(SELF_N, SELF_N, 1, false, TPE_QUEUE_HANDOFF, 0);
+	tpe_t *p = tu_pool_with(&(struct tu_pool_opts){ .core = SELF_N,
+	    .max = SELF_N, .keep_alive = 1, .queue = TPE_QUEUE_HANDOFF });
 	struct tpe_stats st;
 	int i;
 

@@ -1,11 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_scale_first.c - TPE_POLICY_SCALE_FIRST: S1-S8 of
- * research/java_tpe.md §c.4 and the barrier test of issue 3.
+ * test_scale_first.c - TPE_POLICY_SCALE_FIRST, which grows the pool to max
+ * before it queues. The eager pools of Tomcat and Dubbo that do this could
+ * queue a task for a worker that looked idle while that worker was timing
+ * out and leaving, stranding the task; libtpe decides "is a worker idle
+ * for it?" and "may this worker leave?" under one lock. The checks S1-S8
+ * are defined in doc/java-behaviours.md. The barrier test is what users
+ * meet: tasks that wait for each other finish only if none of them waits
+ * in the queue while the pool is below max.
  *
  * A task stranded in the queue shows up as a latch that never opens; every
- * such wait here is timed (tu_latch_wait_for) so a regression fails the
- * test instead of hanging it.
+ * such wait here is timed (tu_latch_wait_for, testutil.h) so a regression
+ * fails the test instead of hanging it.
  */
 #include "testutil.h"
 
@@ -13,47 +19,6 @@
 #include <string.h>
 
 #define BOUND (10 * TU_S) /* far beyond any correct run; only bugs reach it */
-
-/* Waits until the latch opens or `timeout_ns` passes; true if it opened. */
-static bool
-tu_latch_wait_for(struct tu_latch *l, int64_t timeout_ns)
-{
-	struct timespec ts;
-	bool open;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += timeout_ns / TU_S;
-	ts.tv_nsec += timeout_ns % TU_S;
-	if (ts.tv_nsec >= TU_S) {
-		ts.tv_sec++;
-		ts.tv_nsec -= TU_S;
-	}
-	pthread_mutex_lock(&l->lock);
-	while (l->count > 0 &&
-	    pthread_cond_timedwait(&l->cond, &l->lock, &ts) == 0)
-		;
-	open = l->count == 0;
-	pthread_mutex_unlock(&l->lock);
-	return open;
-}
-
-static tpe_t *
-scale_pool(size_t core, size_t max, enum tpe_queue_kind kind, size_t cap,
-    int64_t keep_alive_ns)
-{
-	tpe_attr_t *a;
-	tpe_t *p;
-
-	assert_int_equal(tpe_attr_create(&a), 0);
-	assert_int_equal(tpe_attr_set_pool_size(a, core, max), 0);
-	assert_int_equal(tpe_attr_set_queue(a, kind, cap), 0);
-	assert_int_equal(tpe_attr_set_policy(a, TPE_POLICY_SCALE_FIRST), 0);
-	if (keep_alive_ns >= 0)
-		assert_int_equal(tpe_attr_set_keep_alive(a, keep_alive_ns), 0);
-	assert_int_equal(tpe_create(&p, a), 0);
-	tpe_attr_destroy(a);
-	return p;
-}
 
 /* S1 + S2: grow to max before queueing, then queue, then reject. */
 static void
@@ -67,7 +32,9 @@ test_scale_first_grows_then_queues_then_rejects(void **state)
 	(void)state;
 	tu_latch_init(&started, 4);
 	tu_latch_init(&release, 1);
-	tpe_t *p = scale_pool(2, 4, TPE_QUEUE_BOUNDED, 10, -1);
+	tpe_t *p = tu_pool_with(&(struct tu_pool_opts){
+	    .policy = TPE_POLICY_SCALE_FIRST, .core = 2, .max = 4,
+	    .queue = TPE_QUEUE_BOUNDED, .capacity = 10 });
 
 	for (i = 0; i < 4; i++)
 		assert_int_equal(tpe_execute(p, tu_blocker_fn, &b), 0);
@@ -100,22 +67,19 @@ test_scale_first_grows_then_queues_then_rejects(void **state)
 static void
 test_scale_first_reuses_idle_worker(void **state)
 {
-	struct tu_latch started, release, done;
-	struct tu_blocker b = { &started, &release, NULL, 0 };
+	struct tu_saturation sat;
+	struct tu_latch done;
 	struct tu_blocker quick = { NULL, NULL, &done, 0 };
-	int i;
 
 	(void)state;
-	tu_latch_init(&started, 3);
-	tu_latch_init(&release, 1);
 	tu_latch_init(&done, 1);
-	tpe_t *p = scale_pool(2, 4, TPE_QUEUE_UNBOUNDED, 0, TU_S * 3600);
+	tpe_t *p = tu_pool_with(&(struct tu_pool_opts){
+	    .policy = TPE_POLICY_SCALE_FIRST, .core = 2, .max = 4,
+	    .keep_alive = TU_S * 3600 });
 
-	for (i = 0; i < 3; i++)
-		assert_int_equal(tpe_execute(p, tu_blocker_fn, &b), 0);
-	assert_true(tu_latch_wait_for(&started, BOUND));
+	tu_saturate(p, 3, 0, &sat);
 	assert_int_equal(tu_stats(p).pool_size, 3);
-	tu_latch_count_down(&release);
+	tu_unsaturate(&sat);
 	/* All three workers go back to waiting (idle is counted in take). */
 	assert_true(TU_EVENTUALLY(tu_stats(p).idle == 3, BOUND));
 
@@ -125,8 +89,7 @@ test_scale_first_reuses_idle_worker(void **state)
 	assert_int_equal(tu_stats(p).largest_pool_size, 3);
 
 	assert_int_equal(tpe_destroy(p), 0);
-	tu_latch_destroy(&started);
-	tu_latch_destroy(&release);
+	tu_saturation_destroy(&sat);
 	tu_latch_destroy(&done);
 }
 
@@ -165,7 +128,10 @@ test_scale_first_burst_from_idle(void **state)
 	for (round = 0; round < 50; round++) {
 		tu_latch_init(&started, 4);
 		tu_latch_init(&release, 1);
-		c.pool = scale_pool(1, 4, TPE_QUEUE_BOUNDED, 16, TU_S * 3600);
+		c.pool = tu_pool_with(&(struct tu_pool_opts){
+		    .policy = TPE_POLICY_SCALE_FIRST, .core = 1, .max = 4,
+		    .queue = TPE_QUEUE_BOUNDED, .capacity = 16,
+		    .keep_alive = TU_S * 3600 });
 		c.rc = 0;
 		assert_int_equal(tpe_prestart_core_threads(c.pool, &n), 0);
 		assert_int_equal(n, 1);
@@ -195,7 +161,7 @@ test_scale_first_burst_from_idle(void **state)
  * placed around the worker's keep-alive deadline by a varying delay.
  *
  * Besides "every task starts", the loop checks the scale-first invariant
- * (DESIGN.md section 4, tpe_attr_set_policy(3)) on consistent snapshots
+ * (tpe_attr_set_policy(3)) on consistent snapshots
  * taken where it matters: by each submitter right after tpe_execute
  * returned (the moment its task may sit in the queue), and by the task
  * hooks on the worker (the moment a task left the queue, and the moment
@@ -351,22 +317,15 @@ test_scale_first_keep_alive_races_submit(void **state)
 		/* n submits in all: a quarter per (submitters, core) pair. */
 		per = n / 4 / nsub > 0 ? n / 4 / nsub : 1;
 		for (core = 0; core <= 1; core++) {
-			tpe_attr_t *a;
 			tpe_t *p;
 
 			inv_init(&inv);
-			assert_int_equal(tpe_attr_create(&a), 0);
-			assert_int_equal(tpe_attr_set_pool_size(a, core, 2), 0);
-			assert_int_equal(tpe_attr_set_policy(a,
-			    TPE_POLICY_SCALE_FIRST), 0);
-			assert_int_equal(tpe_attr_set_keep_alive(a, keep_alive),
-			    0);
-			assert_int_equal(tpe_attr_set_allow_core_timeout(a, true),
-			    0);
-			assert_int_equal(tpe_attr_set_task_hooks(a, inv_hook,
-			    inv_hook, &inv), 0);
-			assert_int_equal(tpe_create(&p, a), 0);
-			tpe_attr_destroy(a);
+			p = tu_pool_with(&(struct tu_pool_opts){
+			    .policy = TPE_POLICY_SCALE_FIRST,
+			    .core = (size_t)core, .max = 2,
+			    .keep_alive = keep_alive, .allow_core_timeout = true,
+			    .before = inv_hook, .after = inv_hook,
+			    .task_hooks_ctx = &inv });
 			for (i = 0; i < nsub; i++) {
 				memset(&sub[i], 0, sizeof(sub[i]));
 				sub[i].pool = p;
@@ -464,7 +423,6 @@ test_scale_first_counters_stay_exact(void **state)
 	struct hb_log discards, drained;
 	tpe_future_t *f1, *f2;
 	struct tpe_stats s;
-	tpe_attr_t *a;
 	tpe_t *p;
 	size_t purged;
 	void *res;
@@ -478,17 +436,11 @@ test_scale_first_counters_stay_exact(void **state)
 	tu_latch_init(&release2, 1);
 	log_init(&discards);
 	log_init(&drained);
-	assert_int_equal(tpe_attr_create(&a), 0);
-	assert_int_equal(tpe_attr_set_pool_size(a, 1, 4), 0);
-	assert_int_equal(tpe_attr_set_queue(a, TPE_QUEUE_BOUNDED, 4), 0);
-	assert_int_equal(tpe_attr_set_policy(a, TPE_POLICY_SCALE_FIRST), 0);
-	assert_int_equal(tpe_attr_set_rejection(a, TPE_REJECT_DISCARD_OLDEST),
-	    0);
-	assert_int_equal(tpe_attr_set_discard_callback(a, log_fn, &discards),
-	    0);
-	assert_int_equal(tpe_attr_set_keep_alive(a, TU_S * 3600), 0);
-	assert_int_equal(tpe_create(&p, a), 0);
-	tpe_attr_destroy(a);
+	p = tu_pool_with(&(struct tu_pool_opts){
+	    .policy = TPE_POLICY_SCALE_FIRST, .core = 1, .max = 4,
+	    .queue = TPE_QUEUE_BOUNDED, .capacity = 4,
+	    .rejection = TPE_REJECT_DISCARD_OLDEST, .discard = log_fn,
+	    .discard_ctx = &discards, .keep_alive = TU_S * 3600 });
 
 	/* At max (4 running), then a full queue: x, f1, f2, y. */
 	for (i = 0; i < 4; i++)
@@ -670,17 +622,11 @@ test_scale_first_submit_races_shutdown(void **state)
 
 	(void)state;
 	for (round = 0; round < 40; round++) {
-		tpe_attr_t *a;
-
 		memset(&r, 0, sizeof(r));
-		assert_int_equal(tpe_attr_create(&a), 0);
-		assert_int_equal(tpe_attr_set_pool_size(a, 1, 3), 0);
-		assert_int_equal(tpe_attr_set_queue(a, TPE_QUEUE_BOUNDED, 64), 0);
-		assert_int_equal(tpe_attr_set_policy(a, TPE_POLICY_SCALE_FIRST), 0);
-		assert_int_equal(tpe_attr_set_discard_callback(a, slot_handback,
-		    NULL), 0);
-		assert_int_equal(tpe_create(&r.pool, a), 0);
-		tpe_attr_destroy(a);
+		r.pool = tu_pool_with(&(struct tu_pool_opts){
+		    .policy = TPE_POLICY_SCALE_FIRST, .core = 1, .max = 3,
+		    .queue = TPE_QUEUE_BOUNDED, .capacity = 64,
+		    .discard = slot_handback });
 		pthread_barrier_init(&r.go, NULL, RACE_THREADS + 1);
 		for (i = 0; i < RACE_THREADS; i++) {
 			ra[i].r = &r;
@@ -717,7 +663,10 @@ test_scale_first_resize(void **state)
 	(void)state;
 	tu_latch_init(&started, 4);
 	tu_latch_init(&release, 1);
-	tpe_t *p = scale_pool(1, 2, TPE_QUEUE_BOUNDED, 8, TU_S * 3600);
+	tpe_t *p = tu_pool_with(&(struct tu_pool_opts){
+	    .policy = TPE_POLICY_SCALE_FIRST, .core = 1, .max = 2,
+	    .queue = TPE_QUEUE_BOUNDED, .capacity = 8,
+	    .keep_alive = TU_S * 3600 });
 
 	for (i = 0; i < 4; i++)
 		assert_int_equal(tpe_execute(p, tu_blocker_fn, &b), 0);
@@ -737,8 +686,10 @@ test_scale_first_resize(void **state)
 }
 
 /*
- * Issue 3's barrier test: B tasks that all wait for each other complete
- * only if none is queued behind another. Submitted from 8 threads at once.
+ * The barrier test: PARTIES tasks that all wait for each other complete
+ * only if none is queued behind another, that is if the pool gives each
+ * its own thread before queueing (queue-first, with an unbounded queue,
+ * would stop at core and deadlock). Submitted from 8 threads at once.
  */
 #define PARTIES 48
 #define SUBMITTERS 8
@@ -784,7 +735,9 @@ test_scale_first_barrier_parties_all_run(void **state)
 	(void)state;
 	for (round = 0; round < 5; round++) {
 		memset(&c, 0, sizeof(c));
-		c.pool = scale_pool(2, PARTIES, TPE_QUEUE_UNBOUNDED, 0, -1);
+		c.pool = tu_pool_with(&(struct tu_pool_opts){
+		    .policy = TPE_POLICY_SCALE_FIRST, .core = 2,
+		    .max = PARTIES });
 		tu_latch_init(&c.all_arrived, PARTIES);
 		tu_latch_init(&c.finished, PARTIES);
 		pthread_barrier_init(&c.go, NULL, SUBMITTERS);
@@ -806,118 +759,88 @@ test_scale_first_barrier_parties_all_run(void **state)
 static void
 test_scale_first_queue_first_would_queue(void **state)
 {
-	struct tu_latch started, release;
-	struct tu_blocker b = { &started, &release, NULL, 0 };
-	int i;
+	struct tu_saturation sat;
 
 	(void)state;
-	tu_latch_init(&started, 2);
-	tu_latch_init(&release, 1);
 	tpe_t *p = tu_pool(2, 4, TPE_QUEUE_BOUNDED, 10, TPE_REJECT_ABORT);
 
-	for (i = 0; i < 4; i++)
-		assert_int_equal(tpe_execute(p, tu_blocker_fn, &b), 0);
-	assert_true(tu_latch_wait_for(&started, BOUND));
+	tu_saturate(p, 2, 2, &sat);
 	assert_int_equal(tu_stats(p).pool_size, 2);
 	assert_int_equal(tu_stats(p).queued, 2);
-	tu_latch_count_down(&release);
+	tu_unsaturate(&sat);
 	assert_int_equal(tpe_destroy(p), 0);
-	tu_latch_destroy(&started);
-	tu_latch_destroy(&release);
+	tu_saturation_destroy(&sat);
 }
 
 /* A hand-off queue: scale-first behaves like queue-first (never queues). */
 static void
 test_scale_first_handoff(void **state)
 {
-	struct tu_latch started, release;
-	struct tu_blocker b = { &started, &release, NULL, 0 };
-	int i;
+	struct tu_saturation sat;
+	int x = 0;
 
 	(void)state;
-	tu_latch_init(&started, 3);
-	tu_latch_init(&release, 1);
-	tpe_t *p = scale_pool(0, 3, TPE_QUEUE_HANDOFF, 0, -1);
+	tpe_t *p = tu_pool_with(&(struct tu_pool_opts){
+	    .policy = TPE_POLICY_SCALE_FIRST, .core = 0, .max = 3,
+	    .queue = TPE_QUEUE_HANDOFF });
 
-	for (i = 0; i < 3; i++)
-		assert_int_equal(tpe_execute(p, tu_blocker_fn, &b), 0);
-	assert_true(tu_latch_wait_for(&started, BOUND));
-	assert_int_equal(tpe_execute(p, tu_blocker_fn, &b), EAGAIN);
+	tu_saturate(p, 3, 0, &sat);
+	assert_int_equal(tpe_execute(p, tu_count_fn, &x), EAGAIN);
 	assert_int_equal(tu_stats(p).queued, 0);
-	tu_latch_count_down(&release);
+	tu_unsaturate(&sat);
 	assert_int_equal(tpe_destroy(p), 0);
-	tu_latch_destroy(&started);
-	tu_latch_destroy(&release);
+	tu_saturation_destroy(&sat);
 }
 
 /* Every rejection policy still applies once the re-enqueue finds no room. */
 static void
 test_scale_first_caller_runs_when_full(void **state)
 {
-	struct tu_latch started, release;
-	struct tu_blocker b = { &started, &release, NULL, 0 };
-	tpe_attr_t *a;
+	struct tu_saturation sat;
 	tpe_t *p;
 	int x = 0;
 
 	(void)state;
-	tu_latch_init(&started, 1);
-	tu_latch_init(&release, 1);
-	assert_int_equal(tpe_attr_create(&a), 0);
-	assert_int_equal(tpe_attr_set_pool_size(a, 1, 1), 0);
-	assert_int_equal(tpe_attr_set_queue(a, TPE_QUEUE_BOUNDED, 1), 0);
-	assert_int_equal(tpe_attr_set_policy(a, TPE_POLICY_SCALE_FIRST), 0);
-	assert_int_equal(tpe_attr_set_rejection(a, TPE_REJECT_CALLER_RUNS), 0);
-	assert_int_equal(tpe_create(&p, a), 0);
-	tpe_attr_destroy(a);
+	p = tu_pool_with(&(struct tu_pool_opts){
+	    .policy = TPE_POLICY_SCALE_FIRST, .core = 1, .max = 1,
+	    .queue = TPE_QUEUE_BOUNDED, .capacity = 1,
+	    .rejection = TPE_REJECT_CALLER_RUNS });
 
-	assert_int_equal(tpe_execute(p, tu_blocker_fn, &b), 0);
-	assert_true(tu_latch_wait_for(&started, BOUND));
+	tu_saturate(p, 1, 0, &sat);
 	assert_int_equal(tpe_execute(p, tu_count_fn, &x), 0); /* re-enqueued */
 	assert_int_equal(tu_stats(p).queued, 1);
 	assert_int_equal(tpe_execute(p, tu_count_fn, &x), 0); /* caller runs */
 	assert_int_equal(tu_load(&x), 1);
 	assert_int_equal(tu_stats(p).rejected, 1);
-	tu_latch_count_down(&release);
+	tu_unsaturate(&sat);
 	assert_int_equal(tpe_destroy(p), 0);
 	assert_int_equal(tu_load(&x), 2);
-	tu_latch_destroy(&started);
-	tu_latch_destroy(&release);
+	tu_saturation_destroy(&sat);
 }
 
 /* Discard-oldest under scale-first: the freed slot goes to the new task. */
 static void
 test_scale_first_discard_oldest(void **state)
 {
-	struct tu_latch started, release;
-	struct tu_blocker b = { &started, &release, NULL, 0 };
-	tpe_attr_t *a;
+	struct tu_saturation sat;
 	tpe_t *p;
 	int x = 0, y = 0;
 
 	(void)state;
-	tu_latch_init(&started, 1);
-	tu_latch_init(&release, 1);
-	assert_int_equal(tpe_attr_create(&a), 0);
-	assert_int_equal(tpe_attr_set_pool_size(a, 1, 1), 0);
-	assert_int_equal(tpe_attr_set_queue(a, TPE_QUEUE_BOUNDED, 1), 0);
-	assert_int_equal(tpe_attr_set_policy(a, TPE_POLICY_SCALE_FIRST), 0);
-	assert_int_equal(tpe_attr_set_rejection(a, TPE_REJECT_DISCARD_OLDEST),
-	    0);
-	assert_int_equal(tpe_create(&p, a), 0);
-	tpe_attr_destroy(a);
+	p = tu_pool_with(&(struct tu_pool_opts){
+	    .policy = TPE_POLICY_SCALE_FIRST, .core = 1, .max = 1,
+	    .queue = TPE_QUEUE_BOUNDED, .capacity = 1,
+	    .rejection = TPE_REJECT_DISCARD_OLDEST });
 
-	assert_int_equal(tpe_execute(p, tu_blocker_fn, &b), 0);
-	assert_true(tu_latch_wait_for(&started, BOUND));
+	tu_saturate(p, 1, 0, &sat);
 	assert_int_equal(tpe_execute(p, tu_count_fn, &x), 0); /* queued */
 	assert_int_equal(tpe_execute(p, tu_count_fn, &y), 0); /* replaces x */
 	assert_int_equal(tu_stats(p).queued, 1);
-	tu_latch_count_down(&release);
+	tu_unsaturate(&sat);
 	assert_int_equal(tpe_destroy(p), 0);
 	assert_int_equal(x, 0);
 	assert_int_equal(y, 1);
-	tu_latch_destroy(&started);
-	tu_latch_destroy(&release);
+	tu_saturation_destroy(&sat);
 }
 
 int

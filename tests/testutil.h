@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * testutil.h - shared helpers for the cmocka tests: a time bound per binary,
- * latches and gates to build exact pool states without sleeps, and a
- * polling wait for the few values Java itself only promises "eventually"
- * (completed counts, pool size after keep-alive).
+ * latches and gates to build exact pool states without sleeps, named
+ * builders for the states most tests start from (a pool with given knobs,
+ * its workers held by blocker tasks, its queue filled), and a polling wait
+ * for the few values Java itself only promises "eventually" (completed
+ * counts, pool size after keep-alive).
  */
 #ifndef TPE_TESTUTIL_H
 #define TPE_TESTUTIL_H
@@ -115,6 +117,33 @@ tu_latch_wait(struct tu_latch *l)
 	pthread_mutex_unlock(&l->lock);
 }
 
+/*
+ * Waits until the latch opens or `timeout_ns` passes; true if it opened.
+ * For waits that a bug could make endless: the test fails at once instead
+ * of running into the binary's time bound.
+ */
+static inline bool
+tu_latch_wait_for(struct tu_latch *l, int64_t timeout_ns)
+{
+	struct timespec ts;
+	bool open;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += timeout_ns / TU_S;
+	ts.tv_nsec += timeout_ns % TU_S;
+	if (ts.tv_nsec >= TU_S) {
+		ts.tv_sec++;
+		ts.tv_nsec -= TU_S;
+	}
+	pthread_mutex_lock(&l->lock);
+	while (l->count > 0 &&
+	    pthread_cond_timedwait(&l->cond, &l->lock, &ts) == 0)
+		;
+	open = l->count == 0;
+	pthread_mutex_unlock(&l->lock);
+	return open;
+}
+
 static inline long
 tu_latch_count(struct tu_latch *l)
 {
@@ -150,6 +179,10 @@ tu_blocker_fn(void *arg)
 	if (b->done)
 		tu_latch_count_down(b->done);
 }
+
+/* How many times a blocker ran: the `ran` field of a struct tu_blocker (or
+ * of any test struct with an atomic int `ran`), read atomically. */
+#define tu_ran(obj) __atomic_load_n(&(obj)->ran, __ATOMIC_SEQ_CST)
 
 /* A counting task: atomically increments the int it is given. */
 static inline void
@@ -195,21 +228,167 @@ tu_stats(const tpe_t *pool)
 	return s;
 }
 
-/* Create a pool from the common knobs; asserts success. */
+/*
+ * The knobs of a test pool. A field left 0 (NULL, false) keeps the
+ * library's default, so a test names only what its state needs, with
+ * designated initialisers:
+ *
+ *	p = tu_pool_with(&(struct tu_pool_opts){ .core = 1, .max = 2,
+ *	    .queue = TPE_QUEUE_BOUNDED, .capacity = 1,
+ *	    .keep_alive = 10 * TU_MS });
+ *
+ * max 0 keeps the default sizes; keep_alive 0 keeps the default keep-alive
+ * (TU_KEEP_ALIVE_ZERO asks for a keep-alive of 0); a reject_handler is
+ * installed instead of `rejection`.
+ */
+#define TU_KEEP_ALIVE_ZERO INT64_MIN
+struct tu_pool_opts {
+	size_t core, max;
+	enum tpe_queue_kind queue;
+	size_t capacity;
+	enum tpe_policy policy;
+	enum tpe_rejection rejection;
+	tpe_reject_fn reject_handler;
+	void *reject_ctx;
+	int64_t keep_alive;               /* ns */
+	bool allow_core_timeout;
+	const char *thread_name;
+	tpe_handback_fn discard;
+	void *discard_ctx;
+	tpe_task_hook_fn before, after;   /* task hooks */
+	void *task_hooks_ctx;
+	tpe_pool_hook_fn on_start, on_exit; /* thread hooks */
+	void *thread_hooks_ctx;
+	tpe_pool_hook_fn terminated;
+	void *terminated_ctx;
+};
+
+/* Attributes with the given knobs, for a test that creates several pools
+ * from one set; asserts every setter succeeds. */
+static inline tpe_attr_t *
+tu_attr_with(const struct tu_pool_opts *o)
+{
+	tpe_attr_t *a;
+
+	assert_int_equal(tpe_attr_create(&a), 0);
+	if (o->max != 0)
+		assert_int_equal(tpe_attr_set_pool_size(a, o->core, o->max), 0);
+	assert_int_equal(tpe_attr_set_queue(a, o->queue, o->capacity), 0);
+	assert_int_equal(tpe_attr_set_policy(a, o->policy), 0);
+	if (o->reject_handler != NULL)
+		assert_int_equal(tpe_attr_set_rejection_handler(a,
+		    o->reject_handler, o->reject_ctx), 0);
+	else
+		assert_int_equal(tpe_attr_set_rejection(a, o->rejection), 0);
+	/* Keep-alive first: allow-core-timeout needs a non-zero one. */
+	if (o->keep_alive == TU_KEEP_ALIVE_ZERO)
+		assert_int_equal(tpe_attr_set_keep_alive(a, 0), 0);
+	else if (o->keep_alive != 0)
+		assert_int_equal(tpe_attr_set_keep_alive(a, o->keep_alive), 0);
+	if (o->allow_core_timeout)
+		assert_int_equal(tpe_attr_set_allow_core_timeout(a, true), 0);
+	if (o->thread_name != NULL)
+		assert_int_equal(tpe_attr_set_thread_name(a, o->thread_name),
+		    0);
+	if (o->discard != NULL)
+		assert_int_equal(tpe_attr_set_discard_callback(a, o->discard,
+		    o->discard_ctx), 0);
+	if (o->before != NULL || o->after != NULL)
+		assert_int_equal(tpe_attr_set_task_hooks(a, o->before, o->after,
+		    o->task_hooks_ctx), 0);
+	if (o->on_start != NULL || o->on_exit != NULL)
+		assert_int_equal(tpe_attr_set_thread_hooks(a, o->on_start,
+		    o->on_exit, o->thread_hooks_ctx), 0);
+	if (o->terminated != NULL)
+		assert_int_equal(tpe_attr_set_terminated_hook(a, o->terminated,
+		    o->terminated_ctx), 0);
+	return a;
+}
+
+/* A pool with the given knobs; asserts success. */
+static inline tpe_t *
+tu_pool_with(const struct tu_pool_opts *o)
+{
+	tpe_attr_t *a = tu_attr_with(o);
+	tpe_t *p;
+
+	assert_int_equal(tpe_create(&p, a), 0);
+	tpe_attr_destroy(a);
+	return p;
+}
+
+/* A pool from the most common knobs; asserts success. */
 static inline tpe_t *
 tu_pool(size_t core, size_t max, enum tpe_queue_kind kind, size_t cap,
     enum tpe_rejection rej)
 {
-	tpe_attr_t *a;
-	tpe_t *p;
+	return tu_pool_with(&(struct tu_pool_opts){ .core = core, .max = max,
+	    .queue = kind, .capacity = cap, .rejection = rej });
+}
 
-	assert_int_equal(tpe_attr_create(&a), 0);
-	assert_int_equal(tpe_attr_set_pool_size(a, core, max), 0);
-	assert_int_equal(tpe_attr_set_queue(a, kind, cap), 0);
-	assert_int_equal(tpe_attr_set_rejection(a, rej), 0);
-	assert_int_equal(tpe_create(&p, a), 0);
-	tpe_attr_destroy(a);
-	return p;
+/*
+ * A saturated pool, libuv's saturate_threadpool(): `running` workers each
+ * held by a blocker task, and `queued` more blockers behind them, all
+ * waiting on one gate. tu_saturate() submits running + queued blockers,
+ * b[0] first, asserting each is accepted, and returns once `running` of
+ * them have started (failing the test if that takes TU_WAIT_BOUND). Which
+ * ones run is the pool's policy: the caller picks knobs under which
+ * `running` workers can start (for queue-first with core < running, the
+ * queued ones must fill the queue first). tu_unsaturate() opens the gate;
+ * tu_saturation_destroy() comes after the blockers returned (after
+ * tpe_destroy or tpe_await_termination).
+ */
+#define TU_WAIT_BOUND (10 * TU_S) /* far beyond any correct run */
+#define TU_SAT_MAX 64
+struct tu_saturation {
+	struct tu_latch started, release;
+	struct tu_blocker b[TU_SAT_MAX];
+};
+
+static inline void
+tu_saturate(tpe_t *pool, size_t running, size_t queued,
+    struct tu_saturation *sat)
+{
+	size_t i;
+
+	assert_true(running + queued <= TU_SAT_MAX);
+	tu_latch_init(&sat->started, (long)running);
+	tu_latch_init(&sat->release, 1);
+	for (i = 0; i < running + queued; i++) {
+		sat->b[i] = (struct tu_blocker){ &sat->started, &sat->release,
+		    NULL, 0 };
+		assert_int_equal(tpe_execute(pool, tu_blocker_fn, &sat->b[i]),
+		    0);
+	}
+	assert_true(tu_latch_wait_for(&sat->started, TU_WAIT_BOUND));
+}
+
+static inline void
+tu_unsaturate(struct tu_saturation *sat)
+{
+	tu_latch_count_down(&sat->release);
+}
+
+static inline void
+tu_saturation_destroy(struct tu_saturation *sat)
+{
+	tu_latch_destroy(&sat->started);
+	tu_latch_destroy(&sat->release);
+}
+
+/*
+ * Fills the queue of a saturated pool: submits fn `n` times, asserting
+ * each is accepted. Task i gets (char *)arg + i * stride: stride 0 gives
+ * every task the same argument, sizeof(a[0]) one element of array a each.
+ */
+static inline void
+tu_fill_queue(tpe_t *pool, size_t n, tpe_fn fn, void *arg, size_t stride)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		assert_int_equal(tpe_execute(pool, fn,
+		    (char *)arg + i * stride), 0);
 }
 
 #endif /* TPE_TESTUTIL_H */
