@@ -684,24 +684,6 @@ read_report(int fd, char *buf, size_t size)
 	buf[n] = '\0';
 }
 
-static tpe_t *
-hooked_pool(void)
-{
-	tpe_attr_t *a;
-	tpe_t *p;
-
-	assert_int_equal(tpe_attr_create(&a), 0);
-	assert_int_equal(tpe_attr_set_pool_size(a, 1, 1), 0);
-	assert_int_equal(tpe_attr_set_task_hooks(a, hook_before, hook_after,
-	    NULL), 0);
-	assert_int_equal(tpe_attr_set_thread_hooks(a, NULL, hook_exit, NULL),
-	    0);
-	assert_int_equal(tpe_attr_set_terminated_hook(a, hook_terminated,
-	    NULL), 0);
-	assert_int_equal(tpe_create(&p, a), 0);
-	tpe_attr_destroy(a);
-	return p;
-}
 
 static void *
 get_waiter(void *arg)
@@ -725,7 +707,9 @@ fork_in_task(bool submit)
 	parent_pid = getpid();
 	assert_int_equal(pipe(fds), 0);
 	report_fd = fds[1];
-	k.pool = hooked_pool();
+	k.pool = tu_pool_with(&(struct tu_pool_opts){ .core = 1, .max = 1,
+	    .before = hook_before, .after = hook_after, .on_exit = hook_exit,
+	    .terminated = hook_terminated });
 	if (submit) {
 		assert_int_equal(tpe_submit(k.pool, forking_call, &k, &f), 0);
 		/* A parent thread waits on the future across the fork: the
@@ -797,19 +781,14 @@ forking_drained(tpe_fn fn, void *arg, void *ctx)
 static void
 test_fork_in_shutdown_now_callback(void **state)
 {
-	struct tu_latch started, release;
-	struct tu_blocker b = { &started, &release, NULL, 0 };
 	tpe_t *pool = tu_pool(1, 1, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
-	int count = 0, i;
+	struct tu_saturation sat;
+	int count = 0;
 
 	(void)state;
 	parent_pid = getpid();
-	tu_latch_init(&started, 1);
-	tu_latch_init(&release, 1);
-	assert_int_equal(tpe_execute(pool, tu_blocker_fn, &b), 0);
-	tu_latch_wait(&started);
-	for (i = 0; i < 3; i++)
-		assert_int_equal(tpe_execute(pool, tu_count_fn, &count), 0);
+	tu_saturate(pool, 1, 0, &sat);
+	tu_fill_queue(pool, 3, tu_count_fn, &count, 0);
 	handed_here = 0;
 	assert_int_equal(tpe_shutdown_now(pool, forking_drained, pool), 0);
 	if (getpid() != parent_pid) {
@@ -823,11 +802,10 @@ test_fork_in_shutdown_now_callback(void **state)
 	assert_int_equal(handed_here, 3);
 	assert_true(handback_child > 0);
 	assert_int_equal(child_status(handback_child), 0);
-	tu_latch_count_down(&release);
+	tu_unsaturate(&sat);
 	assert_int_equal(tpe_destroy(pool), 0);
 	assert_int_equal(count, 0);
-	tu_latch_destroy(&started);
-	tu_latch_destroy(&release);
+	tu_saturation_destroy(&sat);
 }
 
 int

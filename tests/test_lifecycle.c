@@ -1518,22 +1518,16 @@ noop_call(void *arg)
 static void
 test_lifecycle_handback_callback_waits_on_itself(void **state)
 {
-	struct tu_latch started, release;
-	struct tu_blocker b = { &started, &release, NULL, 0 };
+	struct tu_saturation sat;
 	struct self_wait w = { NULL, 0, 0, 0 };
-	tpe_attr_t *a = attr_new(1, 1, TPE_QUEUE_UNBOUNDED, 0);
 	tpe_future_t *f;
 	int count = 0;
 	size_t purged = 0;
 
 	(void)state;
-	assert_int_equal(tpe_attr_set_discard_callback(a, self_wait_cb, &w),
-	    0);
-	w.pool = pool_from(a);
-	tu_latch_init(&started, 1);
-	tu_latch_init(&release, 1);
-	assert_int_equal(tpe_execute(w.pool, tu_blocker_fn, &b), 0);
-	tu_latch_wait(&started);
+	w.pool = tu_pool_with(&(struct tu_pool_opts){ .core = 1, .max = 1,
+	    .discard = self_wait_cb, .discard_ctx = &w });
+	tu_saturate(w.pool, 1, 0, &sat);
 
 	/* tpe_purge: a cancelled future leaves the queue to the callback. */
 	assert_int_equal(tpe_submit(w.pool, noop_call, NULL, &f), 0);
@@ -1556,12 +1550,11 @@ test_lifecycle_handback_callback_waits_on_itself(void **state)
 	assert_int_equal(w.destroy_rc, EDEADLK);
 
 	/* Outside the callback the same thread may wait again. */
-	tu_latch_count_down(&release);
+	tu_unsaturate(&sat);
 	assert_int_equal(tpe_await_termination(w.pool, -1), 0);
 	assert_int_equal(tpe_destroy(w.pool), 0);
 	assert_int_equal(count, 0);
-	tu_latch_destroy(&started);
-	tu_latch_destroy(&release);
+	tu_saturation_destroy(&sat);
 }
 
 int

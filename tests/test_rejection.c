@@ -742,21 +742,14 @@ match_any(const struct tpe__task *t, void *ctx)
 static void
 discard_oldest_skips_handed(enum tpe_policy policy)
 {
-	tpe_attr_t *a;
-	tpe_t *p;
+	tpe_t *p = tu_pool_with(&(struct tu_pool_opts){ .core = 0, .max = 1,
+	    .queue = TPE_QUEUE_HANDOFF, .policy = policy,
+	    .rejection = TPE_REJECT_DISCARD_OLDEST });
 	struct tpe__queue *q;
 	struct tpe__task *handed, *newer, *victim = NULL;
 	struct tpe__task_list out;
 	int count = 0;
 
-	assert_int_equal(tpe_attr_create(&a), 0);
-	assert_int_equal(tpe_attr_set_pool_size(a, 0, 1), 0);
-	assert_int_equal(tpe_attr_set_queue(a, TPE_QUEUE_HANDOFF, 0), 0);
-	assert_int_equal(tpe_attr_set_policy(a, policy), 0);
-	assert_int_equal(tpe_attr_set_rejection(a,
-	    TPE_REJECT_DISCARD_OLDEST), 0);
-	assert_int_equal(tpe_create(&p, a), 0);
-	tpe_attr_destroy(a);
 	q = p->queue;
 	handed = tpe__task_new(p, tu_count_fn, &count, NULL, &handed);
 	newer = tpe__task_new(p, tu_count_fn, &count, NULL, &newer);

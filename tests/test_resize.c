@@ -590,30 +590,22 @@ shrink_probe_fn(void *arg)
 static void
 test_resize_lower_max_with_queued_tasks(void **state)
 {
-	tpe_t *pool = pool_ka(4, 4, 60 * TU_S, false, TPE_QUEUE_UNBOUNDED, 0);
-	struct tu_latch started, release, done;
-	struct tu_blocker b[4];
+	tpe_t *pool = tu_pool(4, 4, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
+	struct tu_saturation sat;
+	struct tu_latch done;
 	struct shrink_probe probe = { 0, 0, 0, pool, &done };
-	int i;
 
 	(void)state;
-	tu_latch_init(&started, 4);
-	tu_latch_init(&release, 1);
 	tu_latch_init(&done, 6);
-	blockers_init(b, 4, &started, &release);
-	for (i = 0; i < 4; i++)
-		assert_int_equal(tpe_execute(pool, tu_blocker_fn, &b[i]), 0);
-	tu_latch_wait(&started);
-	for (i = 0; i < 6; i++)
-		assert_int_equal(tpe_execute(pool, shrink_probe_fn, &probe), 0);
+	tu_saturate(pool, 4, 0, &sat);
+	tu_fill_queue(pool, 6, shrink_probe_fn, &probe, 0);
 	assert_int_equal(tpe_set_pool_size(pool, 1, 1), 0);
-	tu_latch_count_down(&release);
+	tu_unsaturate(&sat);
 	tu_latch_wait(&done);
 	assert_int_equal(tu_load(&probe.most_size), 1);
 	assert_int_equal(tu_load(&probe.most_running), 1);
 	assert_int_equal(tpe_destroy(pool), 0);
-	tu_latch_destroy(&started);
-	tu_latch_destroy(&release);
+	tu_saturation_destroy(&sat);
 	tu_latch_destroy(&done);
 }
 
