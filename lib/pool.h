@@ -64,6 +64,7 @@
 #include "attr.h"
 #include "node.h"
 #include "queue.h"
+#include "sync.h"
 #include "task.h"
 #include "tpe.h"
 
@@ -86,7 +87,7 @@ typedef int (*tpe__reject_fn)(tpe_t *pool, struct tpe__task *t, void *ctx);
  */
 struct tpe {
 	/* Written by every worker on every task (under the lock). */
-	pthread_mutex_t lock;
+	struct tpe__mutex lock;
 	size_t active;             /* L */
 	uint64_t completed;        /* L */
 	pthread_cond_t work_cond;  /* workers wait here for tasks / changes */

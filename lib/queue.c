@@ -39,7 +39,7 @@ cpu_relax(void)
 /* Spins (lock dropped) until an offer is seen (true), or the spin budget
  * or the deadline runs out (false). */
 static bool
-spin_for_offer(struct tpe__queue *q, pthread_mutex_t *lock,
+spin_for_offer(struct tpe__queue *q, struct tpe__mutex *lock,
     int64_t deadline_ns)
 {
 	/* Acquire pairs with the release store in tpe__queue_offered(). */
@@ -71,7 +71,7 @@ spin_for_offer(struct tpe__queue *q, pthread_mutex_t *lock,
 }
 
 struct tpe__task *
-tpe__queue_take(struct tpe__queue *q, pthread_mutex_t *lock,
+tpe__queue_take(struct tpe__queue *q, struct tpe__mutex *lock,
     pthread_cond_t *cond, int64_t deadline_ns, bool spin, int *rc)
 {
 	struct tpe__task *t;
