@@ -29,6 +29,9 @@ load_state(const tpe_t *pool)
 static void
 set_state_locked(tpe_t *pool, int state)
 {
+	TPE__ASSERT_HELD(&pool->lock);
+	/* Monotonic (pool.h); a fork child re-marks a terminated pool. */
+	TPE__ASSERT(state > pool->state || state == TPE__TERMINATED);
 	/* seq_cst: pairs with the lock-free offer's load of state after its
 	 * push (pool.h); release for load_state() readers. */
 	__atomic_store_n(&pool->state, state, __ATOMIC_SEQ_CST);
@@ -38,6 +41,7 @@ set_state_locked(tpe_t *pool, int state)
 static void
 wake_workers_locked(tpe_t *pool)
 {
+	TPE__ASSERT_HELD(&pool->lock);
 	pool->config_gen++;
 	tpe__cond_broadcast(&pool->work_cond);
 }
@@ -45,6 +49,7 @@ wake_workers_locked(tpe_t *pool)
 static void
 notify_idle_locked(tpe_t *pool)
 {
+	TPE__ASSERT_HELD(&pool->lock);
 	if (pool->idle_waiters > 0 && pool->active == 0 &&
 	    tpe__queue_is_empty(pool->queue))
 		tpe__cond_broadcast(&pool->idle_cond);
@@ -131,6 +136,7 @@ match_all(const struct tpe__task *t, void *ctx)
 bool
 tpe__pool_try_terminate_locked(tpe_t *pool)
 {
+	TPE__ASSERT_HELD(&pool->lock);
 	if (pool->state == TPE__RUNNING || pool->state >= TPE__TIDYING)
 		return false;
 	if (pool->state == TPE__SHUTDOWN && !tpe__queue_is_empty(pool->queue))
@@ -246,6 +252,7 @@ take_back_locked(tpe_t *pool, struct tpe__task *t, const void *owner)
 	struct owned_node k = { t, owner };
 	struct tpe__task_list out;
 
+	TPE__ASSERT_HELD(&pool->lock);
 	tpe__task_list_init(&out);
 	if (pool->queue->ops->remove_if(pool->queue, match_owned, &k, 1,
 	    &out) == 0)
@@ -266,6 +273,7 @@ ensure_taker_locked(tpe_t *pool, struct tpe__task *t, const void *owner,
 {
 	int rc;
 
+	TPE__ASSERT_HELD(&pool->lock);
 	*signal = tpe__queue_needs_signal(pool->queue);
 	if (pool->wc > 0 || pool->paused)
 		return 0;
@@ -282,6 +290,7 @@ ensure_taker_locked(tpe_t *pool, struct tpe__task *t, const void *owner,
 static int
 accepted_locked(tpe_t *pool, struct tpe__task *t, bool *signal)
 {
+	TPE__ASSERT_HELD(&pool->lock);
 	tpe__pool_count_submitted(pool, 1);
 	tpe__queue_offered(pool->queue);
 	return ensure_taker_locked(pool, t, t->owner, signal);
@@ -330,6 +339,7 @@ start_with_task_locked(tpe_t *pool, struct tpe__task *t)
 {
 	int rc;
 
+	TPE__ASSERT_HELD(&pool->lock);
 	tpe__pool_count_submitted(pool, 1);
 	rc = tpe__worker_start_locked(pool, t);
 	if (rc != 0)
@@ -346,6 +356,7 @@ start_with_task_locked(tpe_t *pool, struct tpe__task *t)
 static bool
 step_start_locked(tpe_t *pool, struct tpe__task *t, size_t limit, int *rc)
 {
+	TPE__ASSERT_HELD(&pool->lock);
 	if (pool->paused || pool->wc >= limit)
 		return false;
 	if (start_with_task_locked(pool, t) == 0) {
@@ -547,6 +558,7 @@ tpe_submit(tpe_t *pool, tpe_call_fn fn, void *arg, tpe_future_t **future)
 static int
 ensure_worker_locked(tpe_t *pool)
 {
+	TPE__ASSERT_HELD(&pool->lock);
 	if (pool->wc > 0 || pool->paused || pool->state >= TPE__STOP ||
 	    tpe__queue_is_empty(pool->queue))
 		return 0;
@@ -580,6 +592,7 @@ tpe_shutdown(tpe_t *pool)
 		tpe__mutex_unlock(&pool->lock);
 		hand_back_list(&orphans, cb, ctx);
 		tpe__mutex_lock(&pool->lock);
+		TPE__ASSERT(pool->handing_back > 0);
 		pool->handing_back--;
 	}
 	unlock_and_terminate(pool);
@@ -613,6 +626,7 @@ tpe_shutdown_now(tpe_t *pool, tpe_handback_fn drained, void *ctx)
 		tpe__mutex_unlock(&pool->lock);
 		hand_back_list(&out, drained, ctx);
 		tpe__mutex_lock(&pool->lock);
+		TPE__ASSERT(pool->handing_back > 0);
 		pool->handing_back--;
 	}
 	unlock_and_terminate(pool);
@@ -702,6 +716,7 @@ start_for_queue_locked(tpe_t *pool)
 	size_t k = pool->wc < limit ? limit - pool->wc : 0;
 	int rc = 0;
 
+	TPE__ASSERT_HELD(&pool->lock);
 	/* Decided once, like Java's setCorePoolSize: a worker just started
 	 * has not taken its task yet, so re-reading the queue would overshoot. */
 	if (k > unclaimed)
@@ -776,6 +791,7 @@ tpe_wait_idle(tpe_t *pool, int64_t timeout_ns)
 	}
 	if (pool->active == 0 && tpe__queue_is_empty(pool->queue))
 		rc = 0;
+	TPE__ASSERT(pool->idle_waiters > 0);
 	pool->idle_waiters--;
 	tpe__mutex_unlock(&pool->lock);
 	return rc;
@@ -927,6 +943,7 @@ tpe_purge(tpe_t *pool, size_t *purged)
 		tpe__mutex_unlock(&pool->lock);
 		hand_back_list(&out, cb, ctx);
 		tpe__mutex_lock(&pool->lock);
+		TPE__ASSERT(pool->handing_back > 0);
 		pool->handing_back--;
 	}
 	unlock_and_terminate(pool);
@@ -967,6 +984,7 @@ tpe__pool_atfork_child(tpe_t *pool)
 	struct tpe__task_list out;
 	struct tpe__task *t;
 
+	TPE__ASSERT_HELD(&pool->lock);
 	/* The workers do not exist here; the queued tasks are the parent's. */
 	tpe__task_list_init(&out);
 	pool->queue->ops->remove_if(pool->queue, match_all, NULL, SIZE_MAX,

@@ -142,6 +142,7 @@ struct tpe {
 static inline void
 tpe__pool_set_wc_locked(tpe_t *pool, size_t wc)
 {
+	TPE__ASSERT_HELD(&pool->lock);
 	__atomic_store_n(&pool->wc, wc, __ATOMIC_SEQ_CST);
 }
 

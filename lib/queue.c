@@ -76,6 +76,9 @@ tpe__queue_take(struct tpe__queue *q, struct tpe__mutex *lock,
 {
 	struct tpe__task *t;
 
+	TPE__ASSERT_HELD(lock);
+	/* Sleepers are a subset of the takers (queue.h). */
+	TPE__ASSERT(q->sleepers <= q->takers);
 	*rc = 0;
 	t = q->ops->poll(q);
 	if (t != NULL)
@@ -106,9 +109,11 @@ tpe__queue_take(struct tpe__queue *q, struct tpe__mutex *lock,
 		    __ATOMIC_SEQ_CST);
 		if (!tpe__queue_pending(q))
 			*rc = tpe__cond_wait_until(cond, lock, deadline_ns);
+		TPE__ASSERT(q->sleepers > 0);
 		__atomic_store_n(&q->sleepers, q->sleepers - 1,
 		    __ATOMIC_RELAXED);
 	}
+	TPE__ASSERT(q->takers > 0);
 	__atomic_store_n(&q->takers, q->takers - 1, __ATOMIC_RELAXED);
 	/*
 	 * No poll here: the caller re-checks the pool's state first (paused,
