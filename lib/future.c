@@ -42,6 +42,11 @@ tpe__future_unref(struct tpe_future *f)
 static void
 set_state_locked(struct tpe_future *f, int state)
 {
+	TPE__ASSERT_HELD(&f->lock);
+	/* NEW -> RUNNING -> DONE, or NEW -> CANCELLED, each once (future.h). */
+	TPE__ASSERT(f->state == TPE__F_NEW ?
+	    state == TPE__F_RUNNING || state == TPE__F_CANCELLED :
+	    f->state == TPE__F_RUNNING && state == TPE__F_DONE);
 	/* Pairs with the acquire load in tpe_future_is_done(). */
 	__atomic_store_n(&f->state, state, __ATOMIC_RELEASE);
 }

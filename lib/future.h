@@ -23,6 +23,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 
+#include "sync.h"
 #include "tpe.h"
 
 enum tpe__future_state {
@@ -33,7 +34,7 @@ enum tpe__future_state {
 };
 
 struct tpe_future {
-	pthread_mutex_t lock;
+	struct tpe__mutex lock;
 	pthread_cond_t cond;
 	int state;        /* L: f->lock for writes; A: read by is_done */
 	void *result;     /* L: written once, before state = DONE */

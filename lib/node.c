@@ -30,6 +30,7 @@
 #include <stdlib.h>
 
 #include "node.h"
+#include "sync.h"
 
 #define RETURN_MAX 256
 
@@ -119,6 +120,9 @@ tpe__node_put(struct tpe__node_returns *r, struct tpe__task *t)
 	}
 	head = __atomic_load_n(&r->head, __ATOMIC_RELAXED);
 	do {
+		/* Given back twice in a row, the node would link to itself
+		 * and be handed to every later submitter. */
+		TPE__ASSERT(t != head);
 		t->next = head;
 		/* Release pairs with the acquire exchange in tpe__node_get. */
 	} while (!__atomic_compare_exchange_n(&r->head, &head, t, true,

@@ -31,6 +31,9 @@ load_state(const tpe_t *pool)
 static void
 set_state_locked(tpe_t *pool, int state)
 {
+	TPE__ASSERT_HELD(&pool->lock);
+	/* Monotonic (pool.h); a fork child re-marks a terminated pool. */
+	TPE__ASSERT(state > pool->state || state == TPE__TERMINATED);
 	/* seq_cst: pairs with the lock-free offer's load of state after its
 	 * push (pool.h); release for load_state() readers. */
 	__atomic_store_n(&pool->state, state, __ATOMIC_SEQ_CST);
@@ -40,6 +43,7 @@ set_state_locked(tpe_t *pool, int state)
 static void
 wake_workers_locked(tpe_t *pool)
 {
+	TPE__ASSERT_HELD(&pool->lock);
 	pool->config_gen++;
 	tpe__cond_broadcast(&pool->work_cond);
 }
@@ -57,6 +61,7 @@ match_all(const struct tpe__task *t, void *ctx)
 bool
 tpe__pool_try_terminate_locked(tpe_t *pool)
 {
+	TPE__ASSERT_HELD(&pool->lock);
 	if (pool->state == TPE__RUNNING || pool->state >= TPE__TIDYING)
 		return false;
 	if (pool->state == TPE__SHUTDOWN && !tpe__queue_is_empty(pool->queue))
@@ -175,6 +180,7 @@ take_back_locked(tpe_t *pool, struct tpe__task *t, const void *owner)
 	struct owned_node k = { t, owner };
 	struct tpe__task_list out;
 
+	TPE__ASSERT_HELD(&pool->lock);
 	tpe__task_list_init(&out);
 	if (pool->queue->ops->remove_if(pool->queue, match_owned, &k, 1,
 	    &out) == 0)
@@ -195,6 +201,7 @@ ensure_taker_locked(tpe_t *pool, struct tpe__task *t, const void *owner,
 {
 	int rc;
 
+	TPE__ASSERT_HELD(&pool->lock);
 	*signal = tpe__queue_needs_signal(pool->queue);
 	if (pool->wc > 0 || pool->paused)
 		return 0;
@@ -211,6 +218,7 @@ ensure_taker_locked(tpe_t *pool, struct tpe__task *t, const void *owner,
 static int
 accepted_locked(tpe_t *pool, struct tpe__task *t, bool *signal)
 {
+	TPE__ASSERT_HELD(&pool->lock);
 	tpe__pool_count_submitted(pool, 1);
 	tpe__queue_offered(pool->queue);
 	return ensure_taker_locked(pool, t, t->owner, signal);
@@ -259,6 +267,7 @@ start_with_task_locked(tpe_t *pool, struct tpe__task *t)
 {
 	int rc;
 
+	TPE__ASSERT_HELD(&pool->lock);
 	tpe__pool_count_submitted(pool, 1);
 	rc = tpe__worker_start_locked(pool, t);
 	if (rc != 0)
@@ -275,6 +284,7 @@ start_with_task_locked(tpe_t *pool, struct tpe__task *t)
 static bool
 step_start_locked(tpe_t *pool, struct tpe__task *t, size_t limit, int *rc)
 {
+	TPE__ASSERT_HELD(&pool->lock);
 	if (pool->paused || pool->wc >= limit)
 		return false;
 	if (start_with_task_locked(pool, t) == 0) {
@@ -480,6 +490,7 @@ tpe_submit(tpe_t *pool, tpe_call_fn fn, void *arg, tpe_future_t **future)
 static int
 ensure_worker_locked(tpe_t *pool)
 {
+	TPE__ASSERT_HELD(&pool->lock);
 	if (pool->wc > 0 || pool->paused || pool->state >= TPE__STOP ||
 	    tpe__queue_is_empty(pool->queue))
 		return 0;
@@ -514,6 +525,7 @@ tpe_shutdown(tpe_t *pool)
 		if (!tpe__task_hand_back_list(pool, &orphans, cb, ctx))
 			return 0; /* forked in cb: the child's pool is done */
 		tpe__mutex_lock(&pool->lock);
+		TPE__ASSERT(pool->handing_back > 0);
 		pool->handing_back--;
 	}
 	unlock_and_terminate(pool);
@@ -548,6 +560,7 @@ tpe_shutdown_now(tpe_t *pool, tpe_handback_fn drained, void *ctx)
 		if (!tpe__task_hand_back_list(pool, &out, drained, ctx))
 			return 0; /* forked in drained: see tpe_shutdown */
 		tpe__mutex_lock(&pool->lock);
+		TPE__ASSERT(pool->handing_back > 0);
 		pool->handing_back--;
 	}
 	unlock_and_terminate(pool);
@@ -637,6 +650,7 @@ start_for_queue_locked(tpe_t *pool)
 	size_t k = pool->wc < limit ? limit - pool->wc : 0;
 	int rc = 0;
 
+	TPE__ASSERT_HELD(&pool->lock);
 	/* Decided once, like Java's setCorePoolSize: a worker just started
 	 * has not taken its task yet, so re-reading the queue would overshoot. */
 	if (k > unclaimed)
@@ -711,6 +725,7 @@ tpe_wait_idle(tpe_t *pool, int64_t timeout_ns)
 	}
 	if (pool->active == 0 && tpe__queue_is_empty(pool->queue))
 		rc = 0;
+	TPE__ASSERT(pool->idle_waiters > 0);
 	pool->idle_waiters--;
 	tpe__mutex_unlock(&pool->lock);
 	return rc;
@@ -866,6 +881,7 @@ tpe_purge(tpe_t *pool, size_t *purged)
 		if (!tpe__task_hand_back_list(pool, &out, cb, ctx))
 			return 0; /* forked in cb: see tpe_shutdown */
 		tpe__mutex_lock(&pool->lock);
+		TPE__ASSERT(pool->handing_back > 0);
 		pool->handing_back--;
 	}
 	unlock_and_terminate(pool);
@@ -909,6 +925,7 @@ tpe__pool_atfork_child(tpe_t *pool)
 	struct tpe__task_list out;
 	struct tpe__task *t;
 
+	TPE__ASSERT_HELD(&pool->lock);
 	/* The workers do not exist here; the queued tasks are the parent's. */
 	tpe__task_list_init(&out);
 	pool->queue->ops->remove_if(pool->queue, match_all, NULL, SIZE_MAX,

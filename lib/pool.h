@@ -49,7 +49,9 @@
  *   - when the queue is non-empty and state is RUNNING or SHUTDOWN and the
  *     pool is not paused, wc > 0 or the submitting thread is about to start
  *     a worker (tpe__pool_ensure_worker_locked) or hand the tasks back;
- *   - a worker exits only after seeing the queue empty (or state >= STOP);
+ *   - a worker exits only after seeing the queue empty (or state >= STOP),
+ *     or, above max, straight after a task while another worker remains
+ *     (worker.c, should_exit_locked);
  *     the last one (wc == 0 after its decrement) looks again afterwards.
  *
  * Lock order: registry lock -> pool->lock -> future->lock.
@@ -87,7 +89,7 @@ typedef int (*tpe__reject_fn)(tpe_t *pool, struct tpe__task *t, void *ctx);
  */
 struct tpe {
 	/* Written by every worker on every task (under the lock). */
-	pthread_mutex_t lock;
+	struct tpe__mutex lock;
 	size_t active;             /* L */
 	uint64_t completed;        /* L */
 	pthread_cond_t work_cond;  /* workers wait here for tasks / changes */
@@ -142,6 +144,7 @@ struct tpe {
 static inline void
 tpe__pool_set_wc_locked(tpe_t *pool, size_t wc)
 {
+	TPE__ASSERT_HELD(&pool->lock);
 	__atomic_store_n(&pool->wc, wc, __ATOMIC_SEQ_CST);
 }
 
@@ -157,6 +160,7 @@ tpe__pool_count_submitted(tpe_t *pool, int64_t delta)
 static inline void
 tpe__pool_notify_idle_locked(tpe_t *pool)
 {
+	TPE__ASSERT_HELD(&pool->lock);
 	if (pool->idle_waiters > 0 && pool->active == 0 &&
 	    tpe__queue_is_empty(pool->queue))
 		tpe__cond_broadcast(&pool->idle_cond);

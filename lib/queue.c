@@ -38,7 +38,7 @@ cpu_relax(void)
 /* Spins (lock dropped) until an offer is seen (true), or the spin budget
  * or the deadline runs out (false). */
 static bool
-spin_for_offer(struct tpe__queue *q, pthread_mutex_t *lock,
+spin_for_offer(struct tpe__queue *q, struct tpe__mutex *lock,
     int64_t deadline_ns)
 {
 	/* Acquire pairs with the release store in tpe__queue_offered(). */
@@ -70,11 +70,14 @@ spin_for_offer(struct tpe__queue *q, pthread_mutex_t *lock,
 }
 
 struct tpe__task *
-tpe__queue_take(struct tpe__queue *q, pthread_mutex_t *lock,
+tpe__queue_take(struct tpe__queue *q, struct tpe__mutex *lock,
     pthread_cond_t *cond, int64_t deadline_ns, bool spin, int *rc)
 {
 	struct tpe__task *t;
 
+	TPE__ASSERT_HELD(lock);
+	/* Sleepers are a subset of the takers (queue.h). */
+	TPE__ASSERT(q->sleepers <= q->takers);
 	*rc = 0;
 	t = q->ops->poll(q);
 	if (t != NULL)
@@ -105,9 +108,11 @@ tpe__queue_take(struct tpe__queue *q, pthread_mutex_t *lock,
 		    __ATOMIC_SEQ_CST);
 		if (!tpe__queue_pending(q))
 			*rc = tpe__cond_wait_until(cond, lock, deadline_ns);
+		TPE__ASSERT(q->sleepers > 0);
 		__atomic_store_n(&q->sleepers, q->sleepers - 1,
 		    __ATOMIC_RELAXED);
 	}
+	TPE__ASSERT(q->takers > 0);
 	__atomic_store_n(&q->takers, q->takers - 1, __ATOMIC_RELAXED);
 	/*
 	 * No poll here: the caller re-checks the pool's state first (paused,

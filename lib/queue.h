@@ -58,6 +58,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sync.h"
 #include "task.h"
 
 struct tpe__queue;
@@ -140,8 +141,9 @@ tpe__queue_needs_signal(struct tpe__queue *q)
  * is worth it) or EAGAIN when none came. Without `spin`, the wait sleeps
  * on `cond`.
  */
-struct tpe__task *tpe__queue_take(struct tpe__queue *q, pthread_mutex_t *lock,
-    pthread_cond_t *cond, int64_t deadline_ns, bool spin, int *rc);
+struct tpe__task *tpe__queue_take(struct tpe__queue *q,
+    struct tpe__mutex *lock, pthread_cond_t *cond, int64_t deadline_ns,
+    bool spin, int *rc);
 
 int tpe__queue_linked_create(struct tpe__queue **q);
 int tpe__queue_array_create(struct tpe__queue **q, size_t capacity);

@@ -21,7 +21,9 @@
 #include "registry.h"
 #include "sync.h"
 
-static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Initialised with the fork handlers, before its first use, so that a debug
+ * build makes it error-checking like every other lock. */
+static struct tpe__mutex registry_lock;
 unsigned tpe__fork_generation; /* A: bumped in every child of fork() */
 static tpe_t *registry_head; /* R */
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
@@ -63,8 +65,10 @@ child(void)
 static void
 install_handlers(void)
 {
-	int rc = pthread_atfork(prepare, parent, child);
+	int rc;
 
+	tpe__mutex_init(&registry_lock);
+	rc = pthread_atfork(prepare, parent, child);
 	if (rc != 0)
 		tpe__panic("pthread_atfork", rc);
 }

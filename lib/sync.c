@@ -1,17 +1,36 @@
 /* SPDX-License-Identifier: MIT */
-/* sync.c - pthread wrappers that abort on broken invariants, monotonic waits. */
+/* sync.c - pthread wrappers that abort on broken invariants, monotonic waits,
+ * and the lock-ownership records of a debug build. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "sync.h"
 
 void
-tpe__panic(const char *what, int err)
+tpe__die(const char *file, int line, const char *func, const char *fmt, ...)
 {
-	fprintf(stderr, "libtpe: %s: %s\n", what, strerror(err));
+	char buf[512];
+	va_list ap;
+	size_t n;
+
+	/* Formatted on the stack and written at once: no allocation (the
+	 * heap may be what broke), and two threads dying together do not
+	 * interleave their lines. One byte stays free for the newline. */
+	n = (size_t)snprintf(buf, sizeof(buf) - 1, "libtpe: %s:%d: %s: ",
+	    file, line, func);
+	if (n < sizeof(buf) - 1) {
+		va_start(ap, fmt);
+		vsnprintf(buf + n, sizeof(buf) - 1 - n, fmt, ap);
+		va_end(ap);
+	}
+	n = strlen(buf);
+	buf[n++] = '\n';
+	(void)!write(STDERR_FILENO, buf, n);
 	abort();
 }
 
@@ -22,38 +41,79 @@ tpe__panic(const char *what, int err)
 			tpe__panic(what, rc_);                            \
 	} while (0)
 
+#ifdef TPE_DEBUG
+/* The owner tag of the calling thread: its address is unique among the
+ * threads alive. */
+static __thread char self_tag;
+
+static void
+set_owner(struct tpe__mutex *m, void *owner)
+{
+	/* Relaxed: only the holder compares against its own tag, and it
+	 * wrote the field last itself (struct tpe__mutex, sync.h). */
+	__atomic_store_n(&m->owner, owner, __ATOMIC_RELAXED);
+}
+
+bool
+tpe__mutex_held(const struct tpe__mutex *m)
+{
+	return __atomic_load_n(&m->owner, __ATOMIC_RELAXED) == &self_tag;
+}
+
 void
-tpe__mutex_init(pthread_mutex_t *m)
+tpe__assert_held(const struct tpe__mutex *m, const char *what,
+    const char *file, int line, const char *func)
+{
+	if (!tpe__mutex_held(m))
+		tpe__die(file, line, func, "%s not held by this thread", what);
+}
+#endif
+
+void
+tpe__mutex_init(struct tpe__mutex *m)
 {
 	pthread_mutexattr_t ma;
 
 	CHECKED(pthread_mutexattr_init(&ma), "pthread_mutexattr_init");
-#if defined(__GLIBC__)
+#ifdef TPE_DEBUG
+	/* Relocking, or unlocking a mutex another thread holds, fails and
+	 * dies (CHECKED) instead of hanging or corrupting. */
+	CHECKED(pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ERRORCHECK),
+	    "pthread_mutexattr_settype");
+	m->owner = NULL;
+#elif defined(__GLIBC__)
 	/* Critical sections are a few dozen instructions: spin a little on
 	 * contention before sleeping in the kernel. */
 	CHECKED(pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ADAPTIVE_NP),
 	    "pthread_mutexattr_settype");
 #endif
-	CHECKED(pthread_mutex_init(m, &ma), "pthread_mutex_init");
+	CHECKED(pthread_mutex_init(&m->m, &ma), "pthread_mutex_init");
 	pthread_mutexattr_destroy(&ma);
 }
 
 void
-tpe__mutex_destroy(pthread_mutex_t *m)
+tpe__mutex_destroy(struct tpe__mutex *m)
 {
-	CHECKED(pthread_mutex_destroy(m), "pthread_mutex_destroy");
+	CHECKED(pthread_mutex_destroy(&m->m), "pthread_mutex_destroy");
 }
 
 void
-tpe__mutex_lock(pthread_mutex_t *m)
+tpe__mutex_lock(struct tpe__mutex *m)
 {
-	CHECKED(pthread_mutex_lock(m), "pthread_mutex_lock");
+	CHECKED(pthread_mutex_lock(&m->m), "pthread_mutex_lock");
+#ifdef TPE_DEBUG
+	set_owner(m, &self_tag);
+#endif
 }
 
 void
-tpe__mutex_unlock(pthread_mutex_t *m)
+tpe__mutex_unlock(struct tpe__mutex *m)
 {
-	CHECKED(pthread_mutex_unlock(m), "pthread_mutex_unlock");
+#ifdef TPE_DEBUG
+	TPE__ASSERT_HELD(m);
+	set_owner(m, NULL);
+#endif
+	CHECKED(pthread_mutex_unlock(&m->m), "pthread_mutex_unlock");
 }
 
 void
@@ -87,20 +147,29 @@ tpe__cond_broadcast(pthread_cond_t *c)
 }
 
 int
-tpe__cond_wait_until(pthread_cond_t *c, pthread_mutex_t *m, int64_t deadline_ns)
+tpe__cond_wait_until(pthread_cond_t *c, struct tpe__mutex *m,
+    int64_t deadline_ns)
 {
 	struct timespec ts;
-	int rc;
+	int rc = 0;
 
+#ifdef TPE_DEBUG
+	/* The wait releases m: other threads may hold it until it returns. */
+	TPE__ASSERT_HELD(m);
+	set_owner(m, NULL);
+#endif
 	if (deadline_ns < 0) {
-		CHECKED(pthread_cond_wait(c, m), "pthread_cond_wait");
-		return 0;
+		CHECKED(pthread_cond_wait(c, &m->m), "pthread_cond_wait");
+	} else {
+		ts.tv_sec = (time_t)(deadline_ns / TPE__NS_PER_S);
+		ts.tv_nsec = (long)(deadline_ns % TPE__NS_PER_S);
+		rc = pthread_cond_timedwait(c, &m->m, &ts);
+		if (rc != 0 && rc != ETIMEDOUT)
+			tpe__panic("pthread_cond_timedwait", rc);
 	}
-	ts.tv_sec = (time_t)(deadline_ns / TPE__NS_PER_S);
-	ts.tv_nsec = (long)(deadline_ns % TPE__NS_PER_S);
-	rc = pthread_cond_timedwait(c, m, &ts);
-	if (rc != 0 && rc != ETIMEDOUT)
-		tpe__panic("pthread_cond_timedwait", rc);
+#ifdef TPE_DEBUG
+	set_owner(m, &self_tag);
+#endif
 	return rc;
 }
 

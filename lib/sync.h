@@ -1,24 +1,92 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * sync.h - thin pthread wrappers: calls that cannot fail in a correct program
- * abort with a message naming the call; timed waits on CLOCK_MONOTONIC.
+ * abort with a message naming the call and where it failed; timed waits on
+ * CLOCK_MONOTONIC; and the checks of a debug build (--enable-debug).
+ *
+ * Design notes
+ * ------------
+ * A debug build (TPE_DEBUG, from config.h) makes every mutex error-checking
+ * and records which thread holds it, so that a function whose name ends in
+ * _locked can assert that its caller holds the lock (TPE__ASSERT_HELD), and
+ * TPE__ASSERT checks the invariants the design notes state. A release build
+ * compiles both to nothing: struct tpe__mutex is then a pthread_mutex_t and
+ * nothing more, and an assertion's expression is not evaluated.
+ *
+ * The owner is the address of a thread-local variable of the holder (NULL:
+ * not held), one pointer, so that a thread that does not hold the mutex can
+ * never read "held by me", whatever it races with: only the holder writes
+ * its own address, and it clears it before it unlocks or waits.
  */
 #ifndef TPE_SYNC_H
 #define TPE_SYNC_H
 
+/* TPE_DEBUG changes struct tpe__mutex: every file that sees the struct must
+ * agree on it, tests included, so it comes with the struct. */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include <time.h>
 
 #define TPE__NS_PER_S INT64_C(1000000000)
 
-/* Aborts with "libtpe: <what>: <strerror(err)>"; only for broken invariants. */
-void tpe__panic(const char *what, int err) __attribute__((noreturn));
+/*
+ * Aborts with "libtpe: FILE:LINE: FUNC: <message>" (liburcu's urcu_die);
+ * only for broken invariants, never for a user's error. TPE__DIE passes the
+ * caller's place.
+ */
+void tpe__die(const char *file, int line, const char *func,
+    const char *fmt, ...) __attribute__((noreturn, format(printf, 4, 5)));
+#define TPE__DIE(...) tpe__die(__FILE__, __LINE__, __func__, __VA_ARGS__)
 
-void tpe__mutex_init(pthread_mutex_t *m);
-void tpe__mutex_destroy(pthread_mutex_t *m);
-void tpe__mutex_lock(pthread_mutex_t *m);
-void tpe__mutex_unlock(pthread_mutex_t *m);
+/* Aborts with "libtpe: FILE:LINE: FUNC: <what>: <strerror(err)>". */
+#define tpe__panic(what, err) TPE__DIE("%s: %s", (what), strerror(err))
+
+/*
+ * TPE__ASSERT(cond): in a debug build, dies naming the expression, file and
+ * line unless cond holds. In a release build cond is not evaluated; it is
+ * still compiled (sizeof), so it cannot rot.
+ */
+#ifdef TPE_DEBUG
+#define TPE__ASSERT(cond)                                                  \
+	(__builtin_expect(!!(cond), 1) ? (void)0 :                         \
+	    TPE__DIE("assertion failed: %s", #cond))
+#else
+#define TPE__ASSERT(cond) ((void)sizeof(!(cond)))
+#endif
+
+struct tpe__mutex {
+	pthread_mutex_t m;
+#ifdef TPE_DEBUG
+	void *owner; /* A: the holder's tag (sync.c), NULL when not held */
+#endif
+};
+
+void tpe__mutex_init(struct tpe__mutex *m);
+void tpe__mutex_destroy(struct tpe__mutex *m);
+void tpe__mutex_lock(struct tpe__mutex *m);
+void tpe__mutex_unlock(struct tpe__mutex *m);
+
+/*
+ * TPE__ASSERT_HELD(m): in a debug build, dies naming m, file and line
+ * unless the calling thread holds m (Linux's lockdep_assert_held). The
+ * first statement of every function whose name ends in _locked.
+ */
+#ifdef TPE_DEBUG
+/* Whether the calling thread holds m. Any thread, no lock. */
+bool tpe__mutex_held(const struct tpe__mutex *m);
+void tpe__assert_held(const struct tpe__mutex *m, const char *what,
+    const char *file, int line, const char *func);
+#define TPE__ASSERT_HELD(m)                                                \
+	tpe__assert_held((m), #m, __FILE__, __LINE__, __func__)
+#else
+#define TPE__ASSERT_HELD(m) ((void)sizeof(m))
+#endif
 
 /* A condition variable that times its waits on CLOCK_MONOTONIC. */
 void tpe__cond_init(pthread_cond_t *c);
@@ -29,9 +97,10 @@ void tpe__cond_broadcast(pthread_cond_t *c);
 /*
  * Waits on c until woken or until the absolute monotonic time `deadline_ns`
  * (negative: no deadline). Returns 0 when woken (possibly spuriously) or
- * ETIMEDOUT once the deadline has passed.
+ * ETIMEDOUT once the deadline has passed. m is held on entry and on return;
+ * a debug build records it as not held in between.
  */
-int tpe__cond_wait_until(pthread_cond_t *c, pthread_mutex_t *m,
+int tpe__cond_wait_until(pthread_cond_t *c, struct tpe__mutex *m,
     int64_t deadline_ns);
 
 int64_t tpe__now_ns(void);

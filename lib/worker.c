@@ -77,6 +77,16 @@ list_remove(struct tpe__worker **head, struct tpe__worker *w)
 static bool
 may_leave_locked(tpe_t *pool)
 {
+	TPE__ASSERT_HELD(&pool->lock);
+	/* Counters never wrap; a worker counted in wc is alive (nthreads). */
+	TPE__ASSERT(pool->wc > 0 && pool->wc <= pool->nthreads);
+	/* A worker leaves only after seeing the queue empty (pool.h): since
+	 * that look under the lock, only lock-free pushes, which their
+	 * submitters settle, can have arrived. Or, above max, it leaves the
+	 * queue to another worker (should_exit_locked). */
+	TPE__ASSERT(tpe__queue_is_empty(pool->queue) ||
+	    tpe__queue_pending(pool->queue) ||
+	    (pool->wc > pool->max && pool->wc > 1));
 	tpe__pool_set_wc_locked(pool, pool->wc - 1);
 	if (pool->wc > 0 || pool->state >= TPE__STOP ||
 	    tpe__queue_is_empty(pool->queue))
@@ -98,6 +108,7 @@ may_leave_locked(tpe_t *pool)
 static bool
 should_exit_locked(tpe_t *pool, bool empty, bool expired, bool after_task)
 {
+	TPE__ASSERT_HELD(&pool->lock);
 	if (pool->wc > pool->max)
 		return empty || (after_task && pool->wc > 1);
 	return empty && (pool->state == TPE__SHUTDOWN || expired);
@@ -117,6 +128,7 @@ get_task_locked(tpe_t *pool)
 	int64_t deadline = -1;
 	int rc;
 
+	TPE__ASSERT_HELD(&pool->lock);
 	for (;;) {
 		bool empty, timed;
 
@@ -166,6 +178,8 @@ get_task_locked(tpe_t *pool)
 			timed_out = true;
 		}
 	}
+	/* The one exit that need not see the queue empty: a stopped pool. */
+	TPE__ASSERT(pool->state >= TPE__STOP && pool->wc > 0);
 	tpe__pool_set_wc_locked(pool, pool->wc - 1);
 	return NULL;
 }
@@ -174,6 +188,7 @@ get_task_locked(tpe_t *pool)
 static void
 note_largest_locked(tpe_t *pool)
 {
+	TPE__ASSERT_HELD(&pool->lock);
 	if (pool->wc > pool->largest)
 		pool->largest = pool->wc;
 }
@@ -222,12 +237,17 @@ worker_main(void *arg)
 			if (t == NULL)
 				break;
 			pool->active++;
+			/* A running worker is counted in wc until it leaves
+			 * get_task for good, and in nthreads until it ends. */
+			TPE__ASSERT(pool->active <= pool->wc &&
+			    pool->wc <= pool->nthreads);
 		}
 		tpe__mutex_unlock(&pool->lock);
 		if (!tpe__task_run(pool, t))
 			return NULL; /* forked: see forked() */
 		t = NULL;
 		tpe__mutex_lock(&pool->lock);
+		TPE__ASSERT(pool->active > 0);
 		pool->active--;
 		pool->completed++;
 		tpe__pool_notify_idle_locked(pool);
@@ -244,6 +264,7 @@ worker_main(void *arg)
 	tpe__mutex_lock(&pool->lock);
 	list_remove(&pool->live, w);
 	list_insert(&pool->exited, w);
+	TPE__ASSERT(pool->nthreads > 0);
 	pool->nthreads--;
 	tpe__pool_notify_idle_locked(pool);
 	terminate = tpe__pool_try_terminate_locked(pool);
@@ -297,6 +318,7 @@ tpe__worker_start_locked(tpe_t *pool, struct tpe__task *first)
 	bool terminate;
 	int rc;
 
+	TPE__ASSERT_HELD(&pool->lock);
 	/* Reserve: concurrent callers see the slot taken at once. */
 	tpe__pool_set_wc_locked(pool, pool->wc + 1);
 	pool->nthreads++;
@@ -335,6 +357,9 @@ tpe__worker_start_locked(tpe_t *pool, struct tpe__task *first)
 		list_remove(&pool->live, w);
 		free(w);
 	}
+	/* The reservation above is still counted. */
+	TPE__ASSERT(pool->wc > 0 && pool->nthreads > 0 &&
+	    (first == NULL || pool->active > 0));
 	tpe__pool_set_wc_locked(pool, pool->wc - 1);
 	pool->nthreads--;
 	if (first != NULL)
@@ -381,6 +406,7 @@ tpe__worker_forget_all_locked(tpe_t *pool)
 	struct tpe__worker *lists[2] = { pool->live, pool->exited };
 	int i;
 
+	TPE__ASSERT_HELD(&pool->lock);
 	for (i = 0; i < 2; i++) {
 		struct tpe__worker *w, *next;
 

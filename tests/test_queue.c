@@ -154,7 +154,7 @@ test_queue_handoff_needs_unclaimed_taker(void **state)
 
 /* tpe__queue_take counts itself as a taker while it waits. */
 struct take_ctx {
-	pthread_mutex_t lock;
+	struct tpe__mutex lock;
 	pthread_cond_t cond;
 	struct tpe__queue *q;
 	struct tpe__task *got;
@@ -213,7 +213,7 @@ test_queue_take_counts_waiters(void **state)
 static void
 test_queue_take_times_out(void **state)
 {
-	pthread_mutex_t lock;
+	struct tpe__mutex lock;
 	pthread_cond_t cond;
 	struct tpe__queue *q;
 	int64_t t0;
@@ -378,7 +378,7 @@ test_queue_lockfree_producers_stress(void **state)
 	struct lf_producer prod[LF_PRODUCERS];
 	pthread_t th[LF_PRODUCERS];
 	size_t next[LF_PRODUCERS] = { 0 };
-	pthread_mutex_t lock;
+	struct tpe__mutex lock;
 	struct lf_ctx c;
 	size_t i, got = 0;
 

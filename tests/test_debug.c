@@ -1,0 +1,342 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_debug.c - the checks of --enable-debug (lib/sync.h): a _locked
+ * function called without its lock, a failed TPE__ASSERT, a relock and an
+ * unlock by a thread that does not hold the mutex each abort with a line
+ * naming the file and line; lock ownership follows a condition wait; and a
+ * release build compiles every check away. Links the uninstalled core
+ * library.
+ *
+ * The failing calls run in a child process with its standard error on a
+ * pipe; the child never calls cmocka. Cases whose call would hang or be
+ * undefined once its check is compiled away (a relock, a wait without the
+ * lock) skip when TPE_DEBUG is not defined, and only then: the CI runs the
+ * suite once configured with --enable-debug, where every case runs.
+ */
+#include "testutil.h"
+
+#include <regex.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+
+#include "pool.h"
+#include "queue.h"
+#include "sync.h"
+
+struct child_result {
+	int status;     /* waitpid's */
+	char err[1024]; /* what the child wrote to stderr, NUL-terminated */
+};
+
+/* Runs fn in a child whose stderr is a pipe; fn returning means exit 0. */
+static struct child_result
+run_child(void (*fn)(void))
+{
+	struct child_result r;
+	struct rlimit no_core = { 0, 0 };
+	size_t len = 0;
+	ssize_t n;
+	pid_t pid;
+	int fd[2];
+
+	memset(&r, 0, sizeof(r));
+	assert_int_equal(pipe(fd), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(fd[0]);
+		if (dup2(fd[1], STDERR_FILENO) < 0)
+			_exit(98);
+		/* An expected abort: no core file, no framework handler. */
+		setrlimit(RLIMIT_CORE, &no_core);
+		signal(SIGABRT, SIG_DFL);
+		fn();
+		_exit(0);
+	}
+	close(fd[1]);
+	while (len < sizeof(r.err) - 1 &&
+	    (n = read(fd[0], r.err + len, sizeof(r.err) - 1 - len)) != 0) {
+		if (n < 0) {
+			assert_int_equal(errno, EINTR);
+			continue;
+		}
+		len += (size_t)n;
+	}
+	close(fd[0]);
+	while (waitpid(pid, &r.status, 0) < 0)
+		assert_int_equal(errno, EINTR);
+	return r;
+}
+
+/* The child died of abort() and its stderr matches the extended regex. */
+static void
+assert_died_saying(const struct child_result *r, const char *pattern)
+{
+	regex_t re;
+
+	if (!WIFSIGNALED(r->status) || WTERMSIG(r->status) != SIGABRT)
+		fail_msg("child status %#x, stderr \"%s\"", r->status, r->err);
+	assert_int_equal(regcomp(&re, pattern, REG_EXTENDED | REG_NOSUB), 0);
+	if (regexec(&re, r->err, 0, NULL, 0) != 0)
+		fail_msg("stderr \"%s\" does not match \"%s\"", r->err,
+		    pattern);
+	regfree(&re);
+}
+
+/* The child returned normally and wrote nothing. */
+static void
+assert_exited_quietly(const struct child_result *r)
+{
+	if (!WIFEXITED(r->status) || WEXITSTATUS(r->status) != 0)
+		fail_msg("child status %#x, stderr \"%s\"", r->status, r->err);
+	assert_string_equal(r->err, "");
+}
+
+/* The pattern of a fatal error in FILE.c, any line, then REST. */
+#define DIES_IN(file, rest)                                                \
+	"^libtpe: ([^ ]*/)?" file "\\.c:[0-9]+: " rest "\n$"
+
+/*
+ * Runs fn in a child. In a debug build it must abort, its stderr matching
+ * `pattern`. In a release build it must return quietly when `release_runs`
+ * (the check compiled away); otherwise fn would hang or be undefined there
+ * without the check, and the case is skipped.
+ */
+static void
+assert_checked(void (*fn)(void), bool release_runs, const char *pattern)
+{
+	struct child_result r;
+
+#ifdef TPE_DEBUG
+	(void)release_runs;
+	r = run_child(fn);
+	assert_died_saying(&r, pattern);
+#else
+	(void)pattern;
+	if (!release_runs)
+		skip();
+	r = run_child(fn);
+	assert_exited_quietly(&r);
+#endif
+}
+
+/* ---- a _locked function without its lock ----------------------------- */
+
+static void
+terminate_unlocked(void)
+{
+	tpe_t *pool;
+
+	if (tpe_create(&pool, NULL) != 0)
+		_exit(97);
+	/* A running pool: a release build just answers false. */
+	if (tpe__pool_try_terminate_locked(pool))
+		_exit(96);
+}
+
+static void
+test_debug_locked_function_needs_its_lock(void **state)
+{
+	(void)state;
+	assert_checked(terminate_unlocked, true, DIES_IN("pool",
+	    "tpe__pool_try_terminate_locked: "
+	    "&pool->lock not held by this thread"));
+}
+
+/* The queue ops do not know the pool; tpe__queue_take gets its lock. */
+static void
+take_unlocked(void)
+{
+	struct tpe__mutex lock;
+	pthread_cond_t cond;
+	struct tpe__queue *q;
+	int rc;
+
+	tpe__mutex_init(&lock);
+	tpe__cond_init(&cond);
+	if (tpe__queue_linked_create(&q) != 0)
+		_exit(97);
+	tpe__queue_take(q, &lock, &cond, 0, false, &rc);
+}
+
+static void
+test_debug_queue_take_needs_the_lock(void **state)
+{
+	(void)state;
+	/* A condition wait without its mutex is undefined without the check. */
+	assert_checked(take_unlocked, false, DIES_IN("queue",
+	    "tpe__queue_take: lock not held by this thread"));
+}
+
+/* ---- TPE__ASSERT ----------------------------------------------------- */
+
+static int evaluations; /* how often the expression below ran */
+
+/* Fails a TPE__ASSERT when `fail` (in the child); returns its line. */
+static int
+assert_at(bool fail)
+{
+	int line = __LINE__ + 1;
+	TPE__ASSERT(!fail || ++evaluations == 0);
+	return line;
+}
+
+static void
+assert_fails(void)
+{
+	assert_at(true);
+}
+
+static void
+test_debug_assert_names_file_and_line(void **state)
+{
+	char pattern[256];
+
+	(void)state;
+	snprintf(pattern, sizeof(pattern), "^libtpe: ([^ ]*/)?test_debug\\.c:"
+	    "%d: assert_at: assertion failed: "
+	    "!fail \\|\\| \\+\\+evaluations == 0\n$", assert_at(false));
+	assert_checked(assert_fails, true, pattern);
+}
+
+/* A debug build evaluates an assertion's expression once; a release build
+ * never, nor looks at a lock, and its mutex is a pthread_mutex_t and
+ * nothing more. */
+static void
+test_debug_checks_compile_away_in_release(void **state)
+{
+	struct tpe__mutex m;
+	int n = 0;
+
+	(void)state;
+	TPE__ASSERT(++n == 1);
+	tpe__mutex_init(&m);
+#ifdef TPE_DEBUG
+	assert_int_equal(n, 1);
+	assert_true(sizeof(struct tpe__mutex) > sizeof(pthread_mutex_t));
+#else
+	TPE__ASSERT_HELD(&m); /* not held, and nobody looks */
+	assert_int_equal(n, 0);
+	assert_int_equal(sizeof(struct tpe__mutex), sizeof(pthread_mutex_t));
+#endif
+	tpe__mutex_destroy(&m);
+}
+
+/* ---- error-checking mutexes ------------------------------------------ */
+
+static void
+lock_twice(void)
+{
+	struct tpe__mutex m;
+
+	tpe__mutex_init(&m);
+	tpe__mutex_lock(&m);
+	tpe__mutex_lock(&m);
+}
+
+static void
+test_debug_relock_dies(void **state)
+{
+	(void)state;
+	/* A release build would deadlock. */
+	assert_checked(lock_twice, false, DIES_IN("sync",
+	    "tpe__mutex_lock: pthread_mutex_lock: [^\n]+"));
+}
+
+static void
+unlock_unheld(void)
+{
+	struct tpe__mutex m;
+
+	tpe__mutex_init(&m);
+	tpe__mutex_unlock(&m);
+}
+
+static void
+test_debug_unlock_without_holding_dies(void **state)
+{
+	(void)state;
+	/* Undefined in a release build. */
+	assert_checked(unlock_unheld, false, DIES_IN("sync",
+	    "tpe__mutex_unlock: m not held by this thread"));
+}
+
+/* ---- ownership across a condition wait ------------------------------- */
+
+#ifdef TPE_DEBUG
+struct waiter {
+	struct tpe__mutex lock;
+	pthread_cond_t cond;
+	bool waiting, woken;           /* under lock */
+	bool held_before, held_after;  /* the waiter's, read after join */
+};
+
+static void *
+waiter_main(void *arg)
+{
+	struct waiter *w = arg;
+
+	tpe__mutex_lock(&w->lock);
+	w->held_before = tpe__mutex_held(&w->lock);
+	w->waiting = true;
+	tpe__cond_broadcast(&w->cond);
+	while (!w->woken)
+		tpe__cond_wait_until(&w->cond, &w->lock, -1);
+	w->held_after = tpe__mutex_held(&w->lock);
+	tpe__mutex_unlock(&w->lock);
+	return NULL;
+}
+#endif
+
+static void
+test_debug_ownership_follows_cond_wait(void **state)
+{
+#ifdef TPE_DEBUG
+	struct waiter w;
+	pthread_t th;
+
+	(void)state;
+	memset(&w, 0, sizeof(w));
+	tpe__mutex_init(&w.lock);
+	tpe__cond_init(&w.cond);
+	assert_false(tpe__mutex_held(&w.lock));
+	assert_int_equal(pthread_create(&th, NULL, waiter_main, &w), 0);
+	tpe__mutex_lock(&w.lock);
+	while (!w.waiting)
+		tpe__cond_wait_until(&w.cond, &w.lock, -1);
+	/* The waiter gave the lock up in its wait: this thread holds it. */
+	assert_true(tpe__mutex_held(&w.lock));
+	w.woken = true;
+	tpe__cond_broadcast(&w.cond);
+	tpe__mutex_unlock(&w.lock);
+	assert_false(tpe__mutex_held(&w.lock));
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_true(w.held_before);
+	assert_true(w.held_after);
+	tpe__cond_destroy(&w.cond);
+	tpe__mutex_destroy(&w.lock);
+#else
+	(void)state;
+	skip(); /* a release build records no owner */
+#endif
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_debug_locked_function_needs_its_lock),
+		cmocka_unit_test(test_debug_queue_take_needs_the_lock),
+		cmocka_unit_test(test_debug_assert_names_file_and_line),
+		cmocka_unit_test(test_debug_checks_compile_away_in_release),
+		cmocka_unit_test(test_debug_relock_dies),
+		cmocka_unit_test(test_debug_unlock_without_holding_dies),
+		cmocka_unit_test(test_debug_ownership_follows_cond_wait),
+	};
+
+	tu_time_bound(0);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
