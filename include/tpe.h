@@ -42,6 +42,7 @@ extern "C" {
 typedef struct tpe tpe_t;
 typedef struct tpe_attr tpe_attr_t;
 typedef struct tpe_future tpe_future_t;
+typedef struct tpe_strategy tpe_strategy_t;
 
 /* A task: runs once on a pool thread with the argument it was given. */
 typedef void (*tpe_fn)(void *arg);
@@ -87,6 +88,36 @@ enum tpe_policy {
 	TPE_POLICY_SCALE_FIRST = 1  /* core, then idle worker, then max, then queue */
 };
 
+/*
+ * How a task behaves when it runs (Jetty's InvocationType). A BLOCKING
+ * task may block; a NON_BLOCKING one never does and may run on any thread,
+ * the last free one included; an EITHER task may block, but when it is run
+ * inline as non-blocking (tpe_in_non_blocking() is then true) it behaves
+ * as non-blocking.
+ */
+enum tpe_invocation {
+	TPE_BLOCKING = 0,
+	TPE_NON_BLOCKING = 1,
+	TPE_EITHER = 2
+};
+
+/* Execution strategies over a producer (tpe_strategy_create). */
+enum tpe_strategy_mode {
+	TPE_STRATEGY_ADAPTIVE = 0, /* eat-what-you-kill: PC, PIC, PEC or EPC per task */
+	TPE_STRATEGY_PC = 1,       /* produce-consume: every task in the producing thread */
+	TPE_STRATEGY_PEC = 2,      /* produce-execute-consume: every task to the pool */
+	TPE_STRATEGY_EPC = 3       /* execute-produce-consume: hand production on, consume here */
+};
+
+/*
+ * A strategy's producer: stores the next task in *fn, *arg and *type and
+ * returns true, or returns false when it has nothing now (it then arranges
+ * for tpe_strategy_produce or tpe_strategy_dispatch to be called when more
+ * work arrives). Never called by two threads at once.
+ */
+typedef bool (*tpe_produce_fn)(void *ctx, tpe_fn *fn, void **arg,
+    enum tpe_invocation *type);
+
 enum tpe_rejection {
 	TPE_REJECT_ABORT = 0,        /* refuse: EAGAIN, the caller keeps the task */
 	TPE_REJECT_CALLER_RUNS = 1,  /* run the task in the submitting thread */
@@ -111,6 +142,17 @@ struct tpe_stats {
 	uint64_t submitted;       /* tasks accepted by the pool (queued or given to a worker) */
 	uint64_t completed;       /* tasks the workers finished */
 	uint64_t rejected;        /* submissions that reached the rejection policy */
+};
+
+/*
+ * A strategy's counters (tpe_strategy_get_stats): how many produced tasks
+ * each mode consumed. Grows at its end like struct tpe_stats.
+ */
+struct tpe_strategy_stats {
+	uint64_t pc;   /* run by the producing thread (produce-consume) */
+	uint64_t pic;  /* EITHER tasks run there as non-blocking */
+	uint64_t pec;  /* given to the pool (produce-execute-consume) */
+	uint64_t epc;  /* run there after production was handed to another thread */
 };
 
 /* ---- version ---------------------------------------------------------- */
@@ -142,11 +184,16 @@ TPE_API int tpe_attr_set_terminated_hook(tpe_attr_t *attr, tpe_pool_hook_fn fn,
     void *ctx);
 TPE_API int tpe_attr_set_discard_callback(tpe_attr_t *attr, tpe_handback_fn fn,
     void *ctx);
+TPE_API int tpe_attr_set_reserved_threads(tpe_attr_t *attr, int n);
 
 /* ---- the pool --------------------------------------------------------- */
 
 TPE_API int tpe_create(tpe_t **pool, const tpe_attr_t *attr);
 TPE_API int tpe_execute(tpe_t *pool, tpe_fn fn, void *arg);
+TPE_API int tpe_execute_typed(tpe_t *pool, tpe_fn fn, void *arg,
+    enum tpe_invocation type);
+TPE_API int tpe_try_execute(tpe_t *pool, tpe_fn fn, void *arg);
+TPE_API bool tpe_in_non_blocking(void);
 TPE_API int tpe_submit(tpe_t *pool, tpe_call_fn fn, void *arg,
     tpe_future_t **future);
 TPE_API int tpe_shutdown(tpe_t *pool);
@@ -175,6 +222,16 @@ TPE_API int tpe_future_cancel(tpe_future_t *future);
 TPE_API bool tpe_future_is_done(const tpe_future_t *future);
 TPE_API bool tpe_future_is_cancelled(const tpe_future_t *future);
 TPE_API void tpe_future_release(tpe_future_t *future);
+
+/* ---- execution strategies (eat-what-you-kill) ------------------------ */
+
+TPE_API int tpe_strategy_create(tpe_strategy_t **strategy, tpe_t *pool,
+    tpe_produce_fn produce, void *ctx, enum tpe_strategy_mode mode);
+TPE_API int tpe_strategy_produce(tpe_strategy_t *strategy);
+TPE_API int tpe_strategy_dispatch(tpe_strategy_t *strategy);
+TPE_API int tpe_strategy_get_stats(const tpe_strategy_t *strategy,
+    struct tpe_strategy_stats *stats, size_t size);
+TPE_API int tpe_strategy_destroy(tpe_strategy_t *strategy);
 
 #ifdef __cplusplus
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "future.h"
+#include "invocation.h"
 #include "policy.h"
 #include "pool.h"
 #include "registry.h"
@@ -453,6 +454,16 @@ tpe_execute(tpe_t *pool, tpe_fn fn, void *arg)
 	if (pool == NULL || fn == NULL)
 		return EINVAL;
 	return dispatch(pool, fn, arg, NULL);
+}
+
+int
+tpe_execute_typed(tpe_t *pool, tpe_fn fn, void *arg, enum tpe_invocation type)
+{
+	/* The pool runs every type the same way; the type is for the
+	 * strategies that decide which thread runs a task (tpe(7)). */
+	if (!tpe__invocation_valid(type))
+		return EINVAL;
+	return tpe_execute(pool, fn, arg);
 }
 
 int

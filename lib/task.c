@@ -28,6 +28,7 @@
 #include <stdlib.h>
 
 #include "future.h"
+#include "invocation.h"
 #include "pool.h"
 #include "registry.h"
 #include "task.h"
@@ -168,6 +169,9 @@ tpe__task_run(tpe_t *pool, struct tpe__task *t)
 	unsigned gen = tpe__fork_gen();
 	enum tpe__future_run_result r;
 
+	/* A task that unwound out of a non-blocking invocation must not
+	 * leave the next one flagged (invocation.h). */
+	tpe__tls_non_blocking = false;
 	if (f != NULL && !tpe__future_is_new(f)) {
 		/* Cancelled while queued: a no-op that still counts as
 		 * completed; the discard callback gets it. */
