@@ -20,6 +20,7 @@ tpe__attr_defaults(struct tpe_attr *a)
 	a->queue_kind = TPE_QUEUE_UNBOUNDED;
 	a->policy = TPE_POLICY_QUEUE_FIRST;
 	a->rejection = TPE_REJECT_ABORT;
+	a->reserved = -1;
 	strcpy(a->name_prefix, "tpe");
 }
 
@@ -258,5 +259,14 @@ tpe_attr_set_discard_callback(tpe_attr_t *attr, tpe_handback_fn fn, void *ctx)
 		return EINVAL;
 	attr->discard = fn;
 	attr->discard_ctx = ctx;
+	return 0;
+}
+
+int
+tpe_attr_set_reserved_threads(tpe_attr_t *attr, int n)
+{
+	if (attr == NULL || n < -1)
+		return EINVAL;
+	attr->reserved = n;
 	return 0;
 }

@@ -48,6 +48,7 @@ struct tpe_attr {
 	void *terminated_ctx;
 	tpe_handback_fn discard;
 	void *discard_ctx;
+	int reserved;            /* reserved threads; -1: the heuristic */
 };
 
 /* Fills a with the defaults (used by tpe_attr_create and tpe_create(NULL)). */

@@ -44,6 +44,7 @@ set_state_locked(tpe_t *pool, int state)
 static void
 wake_workers_locked(tpe_t *pool)
 {
+	tpe__reserve_wake_all_locked(pool);
 	TPE__ASSERT_HELD(&pool->lock);
 	pool->config_gen++;
 	tpe__cond_broadcast(&pool->work_cond);
@@ -127,7 +128,13 @@ tpe_create(tpe_t **poolp, const tpe_attr_t *attr)
 		tpe__attr_defaults(&pool->attr);
 	rc = tpe__attr_validate(&pool->attr);
 	if (rc == 0)
+		rc = tpe__reserve_init(&pool->reserve,
+		    tpe__reserve_capacity(&pool->attr));
+	if (rc == 0) {
 		rc = tpe__policy_install(&pool->attr, &setup);
+		if (rc != 0)
+			tpe__reserve_destroy(&pool->reserve);
+	}
 	if (rc != 0) {
 		free(pool);
 		return rc;
@@ -204,6 +211,10 @@ ensure_taker_locked(tpe_t *pool, struct tpe__task *t, const void *owner,
 
 	TPE__ASSERT_HELD(&pool->lock);
 	*signal = tpe__queue_needs_signal(pool->queue);
+	/* Parked reserved threads do not take queued tasks: when they are
+	 * all the workers there are, one leaves the reserve for the queue. */
+	if (pool->wc > 0 && pool->wc <= tpe__reserve_parked(&pool->reserve))
+		tpe__reserve_wake_all_locked(pool);
 	if (pool->wc > 0 || pool->paused)
 		return 0;
 	/* Java's re-check: no worker alive, start one for the queue. */
@@ -361,9 +372,12 @@ dispatch_lockfree(tpe_t *pool, tpe_fn fn, void *arg, struct tpe_future *f,
 	/* Java's re-check after the offer. These seq_cst loads follow the
 	 * push's seq_cst CAS: they pair with the stores of state
 	 * (set_state_locked, under the lock, then the workers' look at the
-	 * queue), of wc (may_leave_locked) and of q->sleepers (queue.c). */
+	 * queue), of wc (may_leave_locked), of q->sleepers (queue.c) and of
+	 * a reserved slot (reserved.c, park): wc must count a worker that is
+	 * not parked in the reserve. */
+	wc = __atomic_load_n(&pool->wc, __ATOMIC_SEQ_CST);
 	if (__atomic_load_n(&pool->state, __ATOMIC_SEQ_CST) == TPE__RUNNING &&
-	    __atomic_load_n(&pool->wc, __ATOMIC_SEQ_CST) > 0 &&
+	    wc > tpe__reserve_parked(&pool->reserve) &&
 	    !(first && tpe__queue_sleeper_needed(q)))
 		*rc = 0;
 	else
@@ -464,6 +478,41 @@ tpe_execute_typed(tpe_t *pool, tpe_fn fn, void *arg, enum tpe_invocation type)
 	if (!tpe__invocation_valid(type))
 		return EINVAL;
 	return tpe_execute(pool, fn, arg);
+}
+
+/*
+ * Hands the task to a parked reserved thread, or refuses at once: no
+ * queue, no wait, no thread start on this path (reserved.h). The task
+ * counts as submitted before the hand-off, since the reserved thread may
+ * finish it before this returns.
+ */
+int
+tpe_try_execute(tpe_t *pool, tpe_fn fn, void *arg)
+{
+	struct tpe__task *t;
+	bool cancelled;
+	char token = 0; /* this call's owner token (task.h) */
+
+	if (pool == NULL || fn == NULL)
+		return EINVAL;
+	if (load_state(pool) != TPE__RUNNING)
+		return ECANCELED;
+	if (tpe__reserve_parked(&pool->reserve) == 0) {
+		tpe__reserve_request(pool);
+		return EAGAIN;
+	}
+	t = tpe__task_new(pool, fn, arg, NULL, &token);
+	if (t == NULL)
+		return ENOMEM;
+	tpe__pool_count_submitted(pool, 1);
+	if (tpe__reserve_hand(&pool->reserve, t, &pool->state, &cancelled))
+		return 0;
+	tpe__pool_count_submitted(pool, -1);
+	tpe__task_free(pool, t);
+	if (cancelled)
+		return ECANCELED;
+	tpe__reserve_request(pool);
+	return EAGAIN;
 }
 
 int
@@ -624,6 +673,7 @@ tpe_destroy(tpe_t *pool)
 	tpe__worker_reap(pool);
 	pool->queue->ops->destroy(pool->queue);
 	tpe__node_returns_free(&pool->returns);
+	tpe__reserve_destroy(&pool->reserve);
 	if (pool->policy_free != NULL)
 		pool->policy_free(pool->policy_state);
 	tpe__cond_destroy(&pool->term_cond);
@@ -726,7 +776,7 @@ tpe_wait_idle(tpe_t *pool, int64_t timeout_ns)
 	deadline = tpe__deadline(timeout_ns);
 	tpe__mutex_lock(&pool->lock);
 	pool->idle_waiters++;
-	while (pool->active != 0 || !tpe__queue_is_empty(pool->queue)) {
+	while (!tpe__pool_is_idle_locked(pool)) {
 		if (timeout_ns == 0 || rc == ETIMEDOUT) {
 			rc = ETIMEDOUT;
 			break;
@@ -734,7 +784,7 @@ tpe_wait_idle(tpe_t *pool, int64_t timeout_ns)
 		rc = tpe__cond_wait_until(&pool->idle_cond, &pool->lock,
 		    deadline);
 	}
-	if (pool->active == 0 && tpe__queue_is_empty(pool->queue))
+	if (tpe__pool_is_idle_locked(pool))
 		rc = 0;
 	TPE__ASSERT(pool->idle_waiters > 0);
 	pool->idle_waiters--;
@@ -919,7 +969,7 @@ tpe_get_stats(const tpe_t *cpool, struct tpe_stats *stats, size_t size)
 	s->idle = ended ? 0 : pool->queue->takers;
 	s->largest_pool_size = pool->largest;
 	s->queued = pool->queue->ops->size(pool->queue);
-	s->reserved = 0;
+	s->reserved = ended ? 0 : tpe__reserve_parked(&pool->reserve);
 	s->submitted = __atomic_load_n(&pool->submitted, __ATOMIC_RELAXED);
 	s->completed = pool->completed;
 	s->rejected = pool->rejected;
@@ -957,6 +1007,7 @@ tpe__pool_atfork_child(tpe_t *pool)
 	 * its callbacks: here it is neither (tpe_destroy works in the child). */
 	tpe__tls_worker_pool = NULL;
 	tpe__tls_hook_pool = NULL;
+	tpe__reserve_atfork_child(&pool->reserve);
 	tpe__mutex_init(&pool->lock);
 	tpe__cond_init(&pool->work_cond);
 	tpe__cond_init(&pool->idle_cond);

@@ -66,6 +66,7 @@
 #include "attr.h"
 #include "node.h"
 #include "queue.h"
+#include "reserved.h"
 #include "sync.h"
 #include "task.h"
 #include "tpe.h"
@@ -127,6 +128,7 @@ struct tpe {
 	void *policy_state;        /* I: owned by the policy */
 	void (*policy_free)(void *state); /* I */
 	struct tpe_attr attr;      /* I: copy; live sizing fields above instead */
+	struct tpe__reserve reserve; /* I: capacity, slots; the rest A (reserved.h) */
 
 	/* Written by every submission, on a cache line of its own. */
 	char pad_[TPE__CACHE_LINE];
@@ -155,14 +157,26 @@ tpe__pool_count_submitted(tpe_t *pool, int64_t delta)
 	__atomic_add_fetch(&pool->submitted, (uint64_t)delta, __ATOMIC_RELAXED);
 }
 
-/* Wakes tpe_wait_idle's waiters once nothing runs and nothing is queued.
- * Called after every change of active or of the queue's contents. L held. */
+/*
+ * tpe_wait_idle's condition: nothing runs, nothing is queued, and no task
+ * is on its way to a reserved thread (claimed by tpe_try_execute, not yet
+ * counted in active by the thread that takes it). L held.
+ */
+static inline bool
+tpe__pool_is_idle_locked(tpe_t *pool)
+{
+	TPE__ASSERT_HELD(&pool->lock);
+	return pool->active == 0 && tpe__queue_is_empty(pool->queue) &&
+	    tpe__reserve_handing(&pool->reserve) == 0;
+}
+
+/* Wakes tpe_wait_idle's waiters once the pool is idle. Called after every
+ * change of active or of the queue's contents. L held. */
 static inline void
 tpe__pool_notify_idle_locked(tpe_t *pool)
 {
 	TPE__ASSERT_HELD(&pool->lock);
-	if (pool->idle_waiters > 0 && pool->active == 0 &&
-	    tpe__queue_is_empty(pool->queue))
+	if (pool->idle_waiters > 0 && tpe__pool_is_idle_locked(pool))
 		tpe__cond_broadcast(&pool->idle_cond);
 }
 

@@ -106,6 +106,21 @@ tpe__mutex_lock(struct tpe__mutex *m)
 #endif
 }
 
+bool
+tpe__mutex_trylock(struct tpe__mutex *m)
+{
+	int rc = pthread_mutex_trylock(&m->m);
+
+	if (rc == EBUSY)
+		return false;
+	if (rc != 0)
+		tpe__panic("pthread_mutex_trylock", rc);
+#ifdef TPE_DEBUG
+	set_owner(m, &self_tag);
+#endif
+	return true;
+}
+
 void
 tpe__mutex_unlock(struct tpe__mutex *m)
 {

@@ -71,6 +71,8 @@ void tpe__mutex_init(struct tpe__mutex *m);
 void tpe__mutex_destroy(struct tpe__mutex *m);
 void tpe__mutex_lock(struct tpe__mutex *m);
 void tpe__mutex_unlock(struct tpe__mutex *m);
+/* Takes m if it is free (true), else returns false at once. */
+bool tpe__mutex_trylock(struct tpe__mutex *m);
 
 /*
  * TPE__ASSERT_HELD(m): in a debug build, dies naming m, file and line

@@ -116,10 +116,13 @@ should_exit_locked(tpe_t *pool, bool empty, bool expired, bool after_task)
 
 /*
  * Returns the next task, or NULL when the worker must exit (wc has then
- * been decremented). pool->lock held on entry and exit.
+ * been decremented). An idle worker that the reserve wants parks there
+ * instead of waiting on the queue, and comes back with a handed task or to
+ * look at the pool again (reserved.h); *reserved is the worker's own
+ * "I am a reserved thread". pool->lock held on entry and exit.
  */
 static struct tpe__task *
-get_task_locked(tpe_t *pool)
+get_task_locked(tpe_t *pool, bool *reserved)
 {
 	struct tpe__queue *q = pool->queue;
 	struct tpe__task *t;
@@ -150,6 +153,14 @@ get_task_locked(tpe_t *pool)
 			if (!empty && tpe__queue_needs_signal(q))
 				tpe__cond_signal(&pool->work_cond);
 			return NULL;
+		}
+		if (empty && pool->state == TPE__RUNNING &&
+		    tpe__reserve_wanted_locked(pool, reserved)) {
+			t = tpe__reserve_park_locked(pool, reserved);
+			after_task = false;
+			if (t != NULL)
+				return t;
+			continue;
 		}
 		if (!timed)
 			deadline = -1;
@@ -214,7 +225,7 @@ worker_main(void *arg)
 	unsigned gen = tpe__fork_gen();
 	struct tpe__task *t;
 	char name[16];
-	bool terminate;
+	bool terminate, reserved = false;
 
 	snprintf(name, sizeof(name), "%s-%lu", a->name_prefix, w->id);
 	pthread_setname_np(pthread_self(), name);
@@ -233,7 +244,7 @@ worker_main(void *arg)
 	w->first = NULL;
 	for (;;) {
 		if (t == NULL) {
-			t = get_task_locked(pool);
+			t = get_task_locked(pool, &reserved);
 			if (t == NULL)
 				break;
 			pool->active++;

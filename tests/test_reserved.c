@@ -1,0 +1,473 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_reserved.c - reserved threads and tpe_try_execute; invocation types
+ * (tpe_execute_typed, tpe_in_non_blocking).
+ *
+ * A reserved thread is a worker that parks where tpe_try_execute can hand
+ * it a task (lib/reserved.h). The tests build "one thread parked" with
+ * park_reserved(): it asks for reserved threads until the statistics show
+ * them parked, a state the manual only promises "eventually" (a request is
+ * served by the next worker that looks for a task), so it polls, bounded.
+ */
+#include <sched.h>
+#include <semaphore.h>
+#include <string.h>
+
+#include "testutil.h"
+
+#include "invocation.h"
+#include "pool.h"
+#include "reserved.h"
+
+#define EV_TIMEOUT (10 * TU_S)
+
+/* A pool of `threads` prestarted workers, `reserved` of them reservable. */
+static tpe_t *
+pool_reserving(size_t threads, int reserved, int64_t keep_alive)
+{
+	tpe_attr_t *a = tu_attr_with(&(struct tu_pool_opts){ .core = threads,
+	    .max = threads, .keep_alive = keep_alive });
+	tpe_t *p;
+	size_t started = 0;
+
+	assert_int_equal(tpe_attr_set_reserved_threads(a, reserved), 0);
+	assert_int_equal(tpe_create(&p, a), 0);
+	tpe_attr_destroy(a);
+	assert_int_equal(tpe_prestart_core_threads(p, &started), 0);
+	return p;
+}
+
+/* Asks until n threads are parked (see the file comment). */
+static void
+park_reserved(tpe_t *p, size_t n)
+{
+	assert_true(TU_EVENTUALLY((tpe__reserve_request(p),
+	    tu_stats(p).reserved >= n), EV_TIMEOUT));
+}
+
+/* A task recording the thread it ran on. */
+struct where {
+	pthread_t thread;
+	int ran;                 /* atomic */
+	struct tu_latch *done;
+};
+
+static void
+where_fn(void *arg)
+{
+	struct where *w = arg;
+
+	w->thread = pthread_self();
+	__atomic_add_fetch(&w->ran, 1, __ATOMIC_SEQ_CST);
+	if (w->done != NULL)
+		tu_latch_count_down(w->done);
+}
+
+/* ---- bad input -------------------------------------------------------- */
+
+static void
+test_reserved_bad_input(void **state)
+{
+	tpe_attr_t *a;
+	tpe_t *p = pool_reserving(2, 1, 0);
+	int count = 0;
+
+	(void)state;
+	assert_int_equal(tpe_try_execute(NULL, tu_count_fn, &count), EINVAL);
+	assert_int_equal(tpe_try_execute(p, NULL, &count), EINVAL);
+	assert_int_equal(tpe_attr_create(&a), 0);
+	assert_int_equal(tpe_attr_set_reserved_threads(NULL, 1), EINVAL);
+	assert_int_equal(tpe_attr_set_reserved_threads(a, -2), EINVAL);
+	assert_int_equal(tpe_attr_set_reserved_threads(a, -1), 0);
+	assert_int_equal(tpe_attr_set_reserved_threads(a, 0), 0);
+	tpe_attr_destroy(a);
+	assert_int_equal(tpe_execute_typed(NULL, tu_count_fn, &count,
+	    TPE_BLOCKING), EINVAL);
+	assert_int_equal(tpe_execute_typed(p, NULL, &count, TPE_BLOCKING),
+	    EINVAL);
+	assert_int_equal(tpe_execute_typed(p, tu_count_fn, &count,
+	    (enum tpe_invocation)3), EINVAL);
+	assert_int_equal(tpe_execute_typed(p, tu_count_fn, &count,
+	    (enum tpe_invocation)-1), EINVAL);
+	assert_int_equal(tu_stats(p).submitted, 0);
+	assert_int_equal(tpe_shutdown(p), 0);
+	assert_int_equal(tpe_try_execute(p, tu_count_fn, &count), ECANCELED);
+	assert_int_equal(tpe_destroy(p), 0);
+	assert_int_equal(count, 0);
+}
+
+/* ---- capacity --------------------------------------------------------- */
+
+static void
+test_reserved_capacity(void **state)
+{
+	struct tpe_attr a;
+
+	(void)state;
+	tpe__attr_defaults(&a);
+	a.max = 1;
+	a.reserved = 5;
+	assert_int_equal(tpe__reserve_capacity(&a), 0);  /* one stays */
+	a.max = 4;
+	assert_int_equal(tpe__reserve_capacity(&a), 3);
+	a.reserved = 0;
+	assert_int_equal(tpe__reserve_capacity(&a), 0);
+	a.reserved = -1;
+	a.max = 2;
+	assert_int_equal(tpe__reserve_capacity(&a), 1);  /* at least 1 */
+	a.max = 64;
+	assert_true(tpe__reserve_capacity(&a) >= 1);
+	assert_true(tpe__reserve_capacity(&a) <= 8);     /* max / 8 */
+}
+
+/* ---- lazy start, miss, capacity 0 ------------------------------------- */
+
+static void
+test_reserved_lazy_and_miss(void **state)
+{
+	tpe_t *p = tu_pool_with(&(struct tu_pool_opts){ .core = 2, .max = 2 });
+	tpe_t *none = pool_reserving(2, 0, 0);
+	int count = 0, i;
+
+	(void)state;
+	/* Creating a pool starts nothing, and the first call misses. */
+	assert_int_equal(tu_stats(p).pool_size, 0);
+	assert_int_equal(tu_stats(p).reserved, 0);
+	assert_int_equal(tpe_try_execute(p, tu_count_fn, &count), EAGAIN);
+	assert_int_equal(tu_stats(p).pool_size, 0); /* no thread started */
+	assert_int_equal(tu_stats(p).submitted, 0);
+	/* Capacity 0: always a miss, and no worker ever parks. */
+	for (i = 0; i < 100; i++)
+		assert_int_equal(tpe_try_execute(none, tu_count_fn, &count),
+		    EAGAIN);
+	assert_int_equal(tpe_wait_idle(none, -1), 0);
+	assert_int_equal(tu_stats(none).reserved, 0);
+	assert_int_equal(tpe_destroy(p), 0);
+	assert_int_equal(tpe_destroy(none), 0);
+	assert_int_equal(count, 0);
+}
+
+/* ---- a hit runs on the parked thread, which parks again -------------- */
+
+static void
+test_reserved_hit(void **state)
+{
+	tpe_t *p = pool_reserving(2, 1, 0);
+	struct tu_latch done;
+	struct where w = { 0 };
+	struct tpe_stats s;
+
+	(void)state;
+	tu_latch_init(&done, 1);
+	w.done = &done;
+	park_reserved(p, 1);
+	s = tu_stats(p);
+	assert_int_equal(s.reserved, 1);
+	assert_int_equal(s.pool_size, 2);   /* one of the two workers */
+	assert_int_equal(s.idle + s.reserved, 2);
+	assert_int_equal(tpe_try_execute(p, where_fn, &w), 0);
+	tu_latch_wait(&done);
+	assert_false(pthread_equal(w.thread, pthread_self()));
+	assert_int_equal(tu_load(&w.ran), 1);
+	assert_int_equal(tu_stats(p).submitted, 1);
+	/* Back in the reserve after its task. */
+	assert_true(TU_EVENTUALLY(tu_stats(p).reserved == 1 &&
+	    tu_stats(p).completed == 1, EV_TIMEOUT));
+	assert_int_equal(tpe_destroy(p), 0);
+	tu_latch_destroy(&done);
+}
+
+/* ---- all reserved threads busy: a miss, and the task never runs ------- */
+
+static void
+test_reserved_all_busy(void **state)
+{
+	tpe_t *p = pool_reserving(3, 1, 0);
+	struct tu_latch started, release;
+	struct tu_blocker b = { &started, &release, NULL, 0 };
+	int count = 0;
+
+	(void)state;
+	tu_latch_init(&started, 1);
+	tu_latch_init(&release, 1);
+	park_reserved(p, 1);
+	assert_int_equal(tpe_try_execute(p, tu_blocker_fn, &b), 0);
+	tu_latch_wait(&started);
+	assert_int_equal(tu_stats(p).reserved, 0);
+	assert_int_equal(tpe_try_execute(p, tu_count_fn, &count), EAGAIN);
+	tu_latch_count_down(&release);
+	assert_int_equal(tpe_destroy(p), 0);
+	assert_int_equal(count, 0);
+	assert_int_equal(tu_ran(&b), 1);
+	tu_latch_destroy(&started);
+	tu_latch_destroy(&release);
+}
+
+/* ---- parked threads do not strand queued tasks ------------------------ */
+
+/*
+ * core 1, max 2: the only worker parks in the reserve. A task submitted
+ * then goes to the queue (the pool is at core), and the parked thread is
+ * all the pool has: it must leave the reserve and run it.
+ */
+static void
+test_reserved_only_worker_takes_queue(void **state)
+{
+	tpe_attr_t *a = tu_attr_with(&(struct tu_pool_opts){ .core = 1,
+	    .max = 2 });
+	struct tu_latch done;
+	struct where w = { 0 };
+	size_t started = 0;
+	tpe_t *p;
+
+	(void)state;
+	assert_int_equal(tpe_attr_set_reserved_threads(a, 1), 0);
+	assert_int_equal(tpe_create(&p, a), 0);
+	tpe_attr_destroy(a);
+	assert_int_equal(tpe_prestart_core_threads(p, &started), 0);
+	tu_latch_init(&done, 1);
+	w.done = &done;
+	park_reserved(p, 1);
+	assert_int_equal(tu_stats(p).pool_size, 1);
+	assert_int_equal(tpe_execute(p, where_fn, &w), 0);
+	tu_latch_wait(&done);
+	assert_int_equal(tpe_destroy(p), 0);
+	assert_int_equal(tu_load(&w.ran), 1);
+	tu_latch_destroy(&done);
+}
+
+/* ---- idling out races the hand-off: exactly once ---------------------- */
+
+/*
+ * A keep-alive of 20 us: each round waits until a thread is parked, then
+ * hands off after 0 to 200 us (timer slack makes the 20 us wait last
+ * longer), so the claim (WAITING -> TAKEN) and the
+ * idle-out (WAITING -> EMPTY) race on the slot, won by either side. Every
+ * call that returned 0 ran its task exactly once, and no refused one ran.
+ */
+static void
+spin_ns(int64_t ns)
+{
+	int64_t end = tu_now_ns() + ns;
+
+	while (tu_now_ns() < end)
+		;
+}
+
+/* Until a thread is parked (white-box: the slots, without the lock). */
+static void
+wait_parked(tpe_t *p)
+{
+	int64_t end = tu_now_ns() + EV_TIMEOUT;
+
+	while (tpe__reserve_parked(&p->reserve) == 0) {
+		assert_true(tu_now_ns() < end);
+		tpe__reserve_request(p);
+		sched_yield();
+	}
+}
+
+#define RACE_ROUNDS 3000
+
+static int race_ran[RACE_ROUNDS]; /* atomic */
+
+static void
+race_fn(void *arg)
+{
+	__atomic_add_fetch((int *)arg, 1, __ATOMIC_SEQ_CST);
+}
+
+static void
+test_reserved_idle_out_races_hand_off(void **state)
+{
+	tpe_t *p = pool_reserving(2, 1, 20 * 1000);
+	int accepted[RACE_ROUNDS];
+	int i, hits = 0, rc;
+
+	(void)state;
+	memset(race_ran, 0, sizeof(race_ran));
+	for (i = 0; i < RACE_ROUNDS; i++) {
+		wait_parked(p);
+		spin_ns((i * 7919) % 200000);
+		rc = tpe_try_execute(p, race_fn, &race_ran[i]);
+		assert_true(rc == 0 || rc == EAGAIN);
+		accepted[i] = rc == 0;
+		hits += accepted[i];
+	}
+	assert_int_equal(tpe_wait_idle(p, -1), 0);
+	for (i = 0; i < RACE_ROUNDS; i++)
+		assert_int_equal(tu_load(&race_ran[i]), accepted[i]);
+	assert_int_equal(tu_stats(p).submitted, (uint64_t)hits);
+	assert_int_equal(tpe_destroy(p), 0);
+	/* Not an assertion on timing: only that the race was reached. */
+	print_message("# %d of %d hand-offs hit\n", hits, RACE_ROUNDS);
+}
+
+/* ---- shutdown with reserved threads parked, busy, re-parking ---------- */
+
+struct racer {
+	tpe_t *pool;
+	int accepted;      /* calls that returned 0 */
+	int ran;           /* atomic: their tasks that ran */
+	int stop;          /* atomic */
+	sem_t *go;
+};
+
+static void *
+racer_main(void *arg)
+{
+	struct racer *r = arg;
+	int rc;
+
+	sem_wait(r->go);
+	while (!__atomic_load_n(&r->stop, __ATOMIC_SEQ_CST)) {
+		rc = tpe_try_execute(r->pool, tu_count_fn, &r->ran);
+		if (rc == 0)
+			r->accepted++;
+		else if (rc == ECANCELED)
+			break;
+		else
+			assert_true(rc == EAGAIN);
+	}
+	return NULL;
+}
+
+static void
+shutdown_with_reserve(bool now, int round)
+{
+	tpe_t *p = pool_reserving(3, 2, 0);
+	struct racer r = { p, 0, 0, 0, NULL };
+	sem_t go;
+	pthread_t t;
+
+	assert_int_equal(sem_init(&go, 0, 0), 0);
+	r.go = &go;
+	park_reserved(p, (size_t)(1 + round % 2));
+	assert_int_equal(pthread_create(&t, NULL, racer_main, &r), 0);
+	sem_post(&go);
+	/* The racer hands tasks to threads that run and re-park. */
+	if (now)
+		assert_int_equal(tpe_shutdown_now(p, NULL, NULL), 0);
+	else
+		assert_int_equal(tpe_shutdown(p), 0);
+	assert_int_equal(tpe_await_termination(p, -1), 0);
+	__atomic_store_n(&r.stop, 1, __ATOMIC_SEQ_CST);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	/* Accepted = ran: a hand-off is never lost, nor run twice. */
+	assert_int_equal(tu_load(&r.ran), r.accepted);
+	assert_int_equal(tu_stats(p).reserved, 0);
+	assert_int_equal(tpe_try_execute(p, tu_count_fn, &r.ran), ECANCELED);
+	assert_int_equal(tpe_destroy(p), 0);
+	sem_destroy(&go);
+}
+
+static void
+test_reserved_shutdown_races(void **state)
+{
+	int i;
+
+	(void)state;
+	for (i = 0; i < 100; i++) {
+		shutdown_with_reserve(false, i);
+		shutdown_with_reserve(true, i);
+	}
+}
+
+/* ---- invocation types -------------------------------------------------- */
+
+static void
+record_non_blocking(void *arg)
+{
+	__atomic_store_n((int *)arg, tpe_in_non_blocking() ? 1 : 2,
+	    __ATOMIC_SEQ_CST);
+}
+
+static void
+nested_fn(void *arg)
+{
+	int *seen = arg;
+
+	seen[0] = tpe_in_non_blocking();
+	tpe__invoke_non_blocking(record_non_blocking, &seen[1]);
+	seen[2] = tpe_in_non_blocking();
+}
+
+static void
+test_reserved_invocation_types(void **state)
+{
+	tpe_t *p = tu_pool(1, 1, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
+	int seen[3] = { 0, 0, 0 }, types[3] = { 0, 0, 0 };
+
+	(void)state;
+	/* Every valid type runs as tpe_execute would, on a worker that is
+	 * not running as non-blocking. */
+	assert_int_equal(tpe_execute_typed(p, record_non_blocking, &types[0],
+	    TPE_BLOCKING), 0);
+	assert_int_equal(tpe_execute_typed(p, record_non_blocking, &types[1],
+	    TPE_NON_BLOCKING), 0);
+	assert_int_equal(tpe_execute_typed(p, record_non_blocking, &types[2],
+	    TPE_EITHER), 0);
+	assert_int_equal(tpe_wait_idle(p, -1), 0);
+	assert_int_equal(tu_load(&types[0]), 2);
+	assert_int_equal(tu_load(&types[1]), 2);
+	assert_int_equal(tu_load(&types[2]), 2);
+	/* The flag nests, and is restored. */
+	assert_false(tpe_in_non_blocking());
+	tpe__invoke_non_blocking(nested_fn, seen);
+	assert_int_equal(seen[0], 1);
+	assert_int_equal(seen[1], 1);
+	assert_int_equal(seen[2], 1);
+	assert_false(tpe_in_non_blocking());
+	assert_int_equal(tpe_destroy(p), 0);
+}
+
+/* A worker clears the flag before each task, even if the last one left it
+ * set (a task that unwound out of a non-blocking invocation). */
+static void
+leave_flag_set(void *arg)
+{
+	(void)arg;
+	tpe__tls_non_blocking = true;
+}
+
+static void
+test_reserved_flag_reset_between_tasks(void **state)
+{
+	tpe_t *p = pool_reserving(2, 1, 0);
+	int seen = 0, seen2 = 0;
+
+	(void)state;
+	assert_int_equal(tpe_execute(p, leave_flag_set, NULL), 0);
+	assert_int_equal(tpe_execute(p, record_non_blocking, &seen), 0);
+	assert_int_equal(tpe_wait_idle(p, -1), 0);
+	park_reserved(p, 1);
+	assert_int_equal(tpe_try_execute(p, leave_flag_set, NULL), 0);
+	assert_true(TU_EVENTUALLY(tu_stats(p).reserved == 1, EV_TIMEOUT));
+	assert_int_equal(tpe_try_execute(p, record_non_blocking, &seen2), 0);
+	assert_int_equal(tpe_destroy(p), 0);
+	/* 2: the task saw the flag false. (Each pool has two workers, so
+	 * the first pair may have run on different threads: the reserved
+	 * pair ran on the one reserved thread.) */
+	assert_int_equal(tu_load(&seen2), 2);
+	assert_true(tu_load(&seen) == 2);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_reserved_bad_input),
+		cmocka_unit_test(test_reserved_capacity),
+		cmocka_unit_test(test_reserved_lazy_and_miss),
+		cmocka_unit_test(test_reserved_hit),
+		cmocka_unit_test(test_reserved_all_busy),
+		cmocka_unit_test(test_reserved_only_worker_takes_queue),
+		cmocka_unit_test(test_reserved_idle_out_races_hand_off),
+		cmocka_unit_test(test_reserved_shutdown_races),
+		cmocka_unit_test(test_reserved_invocation_types),
+		cmocka_unit_test(test_reserved_flag_reset_between_tasks),
+	};
+
+	tu_time_bound(0);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
