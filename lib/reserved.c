@@ -184,17 +184,20 @@ tpe__reserve_request(tpe_t *pool)
 	struct tpe__reserve *r = &pool->reserve;
 	size_t want = __atomic_load_n(&r->want, __ATOMIC_RELAXED);
 
-	do {
-		if (want + tpe__reserve_parked(r) >= r->capacity)
-			return;
-	} while (!__atomic_compare_exchange_n(&r->want, &want, want + 1,
-	    true, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED));
+	while (want + tpe__reserve_parked(r) < r->capacity &&
+	    !__atomic_compare_exchange_n(&r->want, &want, want + 1, true,
+	    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+		;
+	if (__atomic_load_n(&r->want, __ATOMIC_SEQ_CST) == 0)
+		return;
 	/*
 	 * Wake a sleeping worker so it parks, but never wait for the lock:
 	 * a busy lock means a worker or a submitter is at work, and any
 	 * worker that looks for a task next takes the request (get_task).
-	 * A request whose wake-up is skipped is served at the next pool event
-	 * (a task finishing, a submission, a time-out).
+	 * A wake-up that is skipped (or lost: it is sent while the worker is
+	 * between its look at `want` and its sleep) is sent again by the next
+	 * miss while the request is outstanding, and a worker that finishes a
+	 * task or times out looks at `want` anyway.
 	 */
 	if (__atomic_load_n(&pool->queue->sleepers, __ATOMIC_SEQ_CST) > 0 &&
 	    tpe__mutex_trylock(&pool->lock)) {
