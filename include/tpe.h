@@ -138,7 +138,7 @@ struct tpe_stats {
 	size_t idle;              /* workers waiting for a task */
 	size_t largest_pool_size; /* the most worker threads ever alive at once */
 	size_t queued;            /* tasks waiting in the queue */
-	size_t reserved;          /* idle reserved threads (0 until reserved threads exist) */
+	size_t reserved;          /* reserved threads parked for tpe_try_execute */
 	uint64_t submitted;       /* tasks accepted by the pool (queued or given to a worker) */
 	uint64_t completed;       /* tasks the workers finished */
 	uint64_t rejected;        /* submissions that reached the rejection policy */
