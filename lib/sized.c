@@ -27,6 +27,19 @@ const struct tpe__sized tpe__stats_layout = {
 	sizeof(struct tpe_stats), stats_ends, N_OF(stats_ends)
 };
 
+static const size_t strategy_stats_ends[] = {
+	TPE__END_OF(struct tpe_strategy_stats, pc),
+	TPE__END_OF(struct tpe_strategy_stats, pic),
+	TPE__END_OF(struct tpe_strategy_stats, pec),
+	TPE__END_OF(struct tpe_strategy_stats, epc),
+};
+_Static_assert(TPE__END_OF(struct tpe_strategy_stats, epc) ==
+    sizeof(struct tpe_strategy_stats), "strategy_stats_ends lists every member");
+const struct tpe__sized tpe__strategy_stats_layout = {
+	sizeof(struct tpe_strategy_stats), strategy_stats_ends,
+	N_OF(strategy_stats_ends)
+};
+
 int
 tpe__sized_check(const struct tpe__sized *layout, const void *dst,
     size_t size)

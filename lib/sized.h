@@ -36,6 +36,8 @@ struct tpe__sized {
 	(offsetof(type, member) + sizeof(((type *)0)->member))
 
 extern const struct tpe__sized tpe__stats_layout; /* struct tpe_stats */
+/* struct tpe_strategy_stats */
+extern const struct tpe__sized tpe__strategy_stats_layout;
 
 /* 0 when dst may receive the struct in `size` bytes, else EINVAL. */
 int tpe__sized_check(const struct tpe__sized *layout, const void *dst,
