@@ -72,6 +72,20 @@
  * lower the difference). Every decision that counts on a pending producer
  * tests this, never pending alone.
  *
+ * When the pool refuses (saturated, shut down, out of memory):
+ *   - a PEC task runs in the producing thread, as TPE_REJECT_CALLER_RUNS
+ *     would (an EITHER task as non-blocking), and counts as PC (PIC): no
+ *     produced task is lost, and production goes on after it;
+ *   - an EPC hand-off is not made: ADAPTIVE falls back to PEC/PIC, forced
+ *     EPC runs the task as PC;
+ *   - tpe_strategy_dispatch returns the pool's error (ECANCELED once it is
+ *     shut down), with the pending producer undone;
+ *   - tpe_strategy_produce still produces in its caller, which then runs
+ *     every task itself: a shut-down pool's strategy can be drained.
+ * A task type the library does not know counts as BLOCKING, the type that
+ * never runs inline without a hand-off; a producer that returns true with
+ * no function returned nothing and is called again.
+ *
  * Invariants:
  *   1. Never two producers: production is granted only by IDLE ->
  *      PRODUCING, under L. Every other arrival makes PRODUCING into
