@@ -14,12 +14,13 @@
 # TPE_TEST_TIME_SCALE, and the client's own bounds.
 
 set -u
+top_srcdir=${top_srcdir:-.}
 top_builddir=${top_builddir:-.}
 server=$top_builddir/examples/http_server
 client=$top_builddir/tests/http_client
 modes="adaptive pc pec epc"
-re_addr='127\.0\.0\.1'
 checks="get pipeline keepalive close http10 malformed order load"
+. "$top_srcdir/build-aux/http-server.sh"
 
 scale=${TPE_TEST_TIME_SCALE:-1}
 case $scale in
@@ -44,17 +45,7 @@ for mode in $modes; do
 done
 echo "1..$n"
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/check-http-server.XXXXXX") || exit 99
-pid=
-cleanup() {
-	if test -n "$pid"; then
-		kill -KILL "$pid" 2>/dev/null
-	fi
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-
+http_tmp check-http-server
 i=0
 failed=0
 result() { # result OK DESCRIPTION
@@ -68,25 +59,8 @@ result() { # result OK DESCRIPTION
 }
 
 for mode in $modes; do
-	: >"$tmp/out"
-	: >"$tmp/err"
-	"$server" -a 127.0.0.1 -p 0 -m "$mode" -t 4 -r 1 \
-		>"$tmp/out" 2>"$tmp/err" </dev/null &
-	pid=$!
-	port=
-	t=0
-	while test $t -lt $ticks; do
-		port=$(sed -n "s/^listening on $re_addr:\([0-9]*\)\$/\1/p" \
-			"$tmp/out")
-		if test -n "$port" || ! kill -0 "$pid" 2>/dev/null; then
-			break
-		fi
-		sleep 0.1
-		t=$((t + 1))
-	done
-
-	if test -n "$port"; then
-		result yes "$mode: the server listens on 127.0.0.1:$port"
+	if http_start "$server" $ticks -m "$mode" -t 4 -r 1; then
+		result yes "$mode: the server listens on 127.0.0.1:$http_port"
 	else
 		result no "$mode: the server did not say where it listens"
 	fi
@@ -95,35 +69,22 @@ for mode in $modes; do
 			continue
 		fi
 		ok=no
-		if test -n "$port" &&
-		    "$client" 127.0.0.1 "$port" "$check" >&2 </dev/null; then
+		if test -n "$http_port" && "$client" 127.0.0.1 "$http_port" \
+		    "$check" >&2 </dev/null; then
 			ok=yes
 		fi
 		result $ok "$mode: $check"
 	done
 
 	# SIGTERM: a clean stop, exit status 0, within the bound.
-	kill -TERM "$pid" 2>/dev/null
-	t=0
-	while kill -0 "$pid" 2>/dev/null && test $t -lt $ticks; do
-		sleep 0.1
-		t=$((t + 1))
-	done
-	if kill -0 "$pid" 2>/dev/null; then
-		kill -KILL "$pid" 2>/dev/null
-		wait "$pid"
+	if http_stop $ticks; then
+		result yes "$mode: SIGTERM, exit status 0"
+	elif test $http_killed = yes; then
 		result no "$mode: SIGTERM did not stop the server in time"
 	else
-		wait "$pid"
-		rc=$?
-		if test $rc -eq 0; then
-			result yes "$mode: SIGTERM, exit status 0"
-		else
-			result no "$mode: SIGTERM, exit status $rc"
-		fi
+		result no "$mode: SIGTERM, exit status $http_rc"
 	fi
-	pid=
 	# The server's own words go to the log, never into the TAP stream.
-	sed "s/^/[$mode] /" "$tmp/err" >&2
+	sed "s/^/[$mode] /" "$http_dir/err" >&2
 done
 exit $failed
