@@ -4,14 +4,16 @@
  * measures (libtpe and the pools users would pick instead).
  *
  * Design notes
- *   A peer is a table of five operations on an opaque pool. tpe-bench calls
- *   create once per measured run, in a fresh child process (so process-global
- *   pools such as libuv's start clean and a crashing or hanging peer only
- *   loses its own run), submits from one or more threads, and decides by
- *   itself when every task has run: each task bumps a counter, so the
- *   completion mechanism is the same for every peer and is not timed as part
- *   of any peer's API. wait_all (the peer's own "wait until idle", when it
- *   has one) is only called after the measurement, as a sanity check.
+ *   A peer is a table of five operations on an opaque pool, and optional
+ *   ones for the scenarios that need other knobs (sizing, producers).
+ *   tpe-bench calls create once per measured run, in a fresh child process
+ *   (so process-global pools such as libuv's start clean and a crashing or
+ *   hanging peer only loses its own run), submits from one or more
+ *   threads, and decides by itself when every task has run: each task
+ *   bumps a counter, so the completion mechanism is the same for every peer
+ *   and is not timed as part of any peer's API. wait_all (the peer's own
+ *   "wait until idle", when it has one) is only called after the
+ *   measurement, as a sanity check.
  *
  *   All operations return 0 or a positive errno value. submit may be called
  *   from several threads at once; create, wait_all and destroy from one.
@@ -19,7 +21,18 @@
 #ifndef TPE_BENCH_PEER_H
 #define TPE_BENCH_PEER_H
 
+#include <stdbool.h>
+#include <stddef.h>
+
 typedef void (*peer_fn)(void *arg);
+
+/*
+ * A producer, for the scenarios about which thread runs a produced task
+ * (handoff): stores the next task in *fn and *arg and returns true, or
+ * returns false when it has none now, and then calls the peer's resume
+ * once it has more. Never called by two threads at once.
+ */
+typedef bool (*peer_produce_fn)(void *ctx, peer_fn *fn, void **arg);
 
 struct peer {
 	const char *name; /* short name: table rows, --peer */
@@ -48,6 +61,24 @@ struct peer {
 	 * these knobs leave it NULL and do not take part. A peer whose create
 	 * is NULL takes part only in such scenarios. */
 	int (*create_sized)(void **pool, int core, int max, int capacity);
+
+	/* Optional, for the producer scenarios (handoff): a pool of nthreads
+	 * threads, `reserved` of them reserved threads, and produce driven
+	 * through an execution strategy. A peer with create_producer takes
+	 * part only in those scenarios, and those scenarios only have such
+	 * peers. run_producer produces in the calling thread; it may return
+	 * before every produced task ran, and even before production ended
+	 * (production may move to another thread): the scenario counts
+	 * completions. resume asks for production to go on after the
+	 * producer returned false; it may be called from a task, and never
+	 * runs a task in the calling thread. note describes the run in a few
+	 * words for the table (say, which thread ran the tasks); it may be
+	 * NULL. destroy ends it all, after every produced task ran. */
+	int (*create_producer)(void **pool, int nthreads, int reserved,
+	    peer_produce_fn produce, void *ctx);
+	int (*run_producer)(void *pool);
+	int (*resume)(void *pool);
+	void (*note)(void *pool, char *buf, size_t len);
 };
 
 /* Peers written in C, compiled in when configure found them. */
@@ -59,5 +90,9 @@ extern const struct peer tpe_bench_peer_thpool;
 extern const struct peer tpe_bench_peer_uv;
 extern const struct peer tpe_bench_peer_ref;
 extern const struct peer tpe_bench_peer_threads;
+extern const struct peer tpe_bench_peer_strategy_adaptive;
+extern const struct peer tpe_bench_peer_strategy_pc;
+extern const struct peer tpe_bench_peer_strategy_pec;
+extern const struct peer tpe_bench_peer_strategy_epc;
 
 #endif /* TPE_BENCH_PEER_H */

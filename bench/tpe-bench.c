@@ -26,8 +26,10 @@
  *
  *   Figures. Each figure is the median of the runs, printed with the
  *   smallest and the largest, and as a ratio to the hand-rolled pool's
- *   median. The runs are interleaved (run 1 of every peer, then run 2 ...),
- *   so that load from elsewhere on the machine falls on all peers alike.
+ *   median (or to the scenario's own base: the producer scenarios, which
+ *   compare libtpe's execution strategies, divide by PEC's). The runs are
+ *   interleaved (run 1 of every peer, then run 2 ...), so that load from
+ *   elsewhere on the machine falls on all peers alike.
  *   A Java run is a JVM of its own (bench/java/TpeBench.java), which first
  *   does an unmeasured warm-up round for its JIT.
  */
@@ -88,6 +90,8 @@ struct params {
 	int burst_core, burst_max, burst_cap; /* the burst pool */
 	int burst_tasks;       /* tasks in one burst */
 	long burst_task_ns;    /* how long each burst task blocks */
+	long handoff_tasks;    /* tasks per handoff run */
+	int handoff_reserved;  /* reserved threads of the handoff pool */
 	int workers;           /* workers of every other scenario */
 	int timeout_s;         /* a child that takes longer is killed */
 	const char *java;      /* the java launcher, or NULL */
@@ -332,6 +336,9 @@ struct scenario {
 	const char *java;    /* scenario name for TpeBench.java, or NULL */
 	void (*describe)(const struct scenario *sc, char *buf, size_t len);
 	bool sized;          /* uses peer->create_sized (sizing policies) */
+	bool producer;       /* uses peer->create_producer (strategies) */
+	const char *base;    /* the ratio's peer; NULL: hand-rolled */
+	const char *base_col; /* the ratio's column: "x <base_col>" */
 };
 
 static int
@@ -765,26 +772,197 @@ describe_burst(const struct scenario *sc, char *buf, size_t len)
 	    burst_ideal_ms());
 }
 
+/* -- handoff: the producer fills a buffer, the consumer reads it -- */
+
+#define HANDOFF_BYTES (32 * 1024)
+#define HANDOFF_WORDS (HANDOFF_BYTES / sizeof(uint64_t))
+#define HANDOFF_BUFS 64
+
+struct hbuf {
+	_Alignas(CACHE_LINE) uint64_t w[HANDOFF_WORDS];
+	uint64_t seq;
+	struct hbuf *next;   /* L: handoff.lock, while the buffer is free */
+};
+
+/*
+ * The producer takes a free buffer, writes it and makes it a task; the
+ * task sums it (and checks the sum), puts it back and counts itself. At
+ * most HANDOFF_BUFS buffers are in flight: a producer that finds none free
+ * returns false, and the task that frees one calls the peer's resume.
+ */
+static struct {
+	const struct peer *p;
+	void *pool;
+	_Atomic long limit;  /* produce while produced < limit */
+	long produced;       /* the producer's: one thread at a time */
+	long total;          /* the measuring thread's: the last limit */
+	pthread_mutex_t lock;
+	struct hbuf *free;   /* L: lock */
+	bool stalled;        /* L: lock; the producer found no free buffer */
+	_Atomic long bad;    /* sums that came out wrong */
+} handoff = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static void
+handoff_consume(void *arg)
+{
+	struct hbuf *b = arg;
+	uint64_t sum = 0, want;
+	bool resume;
+	size_t i;
+
+	for (i = 0; i < HANDOFF_WORDS; i++)
+		sum += b->w[i];
+	want = HANDOFF_WORDS * b->seq + HANDOFF_WORDS * (HANDOFF_WORDS - 1) / 2;
+	if (sum != want)
+		atomic_fetch_add(&handoff.bad, 1);
+	pthread_mutex_lock(&handoff.lock);
+	b->next = handoff.free;
+	handoff.free = b;
+	resume = handoff.stalled;
+	handoff.stalled = false;
+	pthread_mutex_unlock(&handoff.lock);
+	if (resume)
+		(void)handoff.p->resume(handoff.pool);
+	count_task(arg);
+}
+
+static bool
+handoff_produce(void *ctx, peer_fn *fn, void **arg)
+{
+	struct hbuf *b;
+	uint64_t seq;
+	size_t i;
+
+	(void)ctx;
+	/* Acquire pairs with the release in sc_handoff: a new round. */
+	if (handoff.produced >= atomic_load_explicit(&handoff.limit,
+	    memory_order_acquire))
+		return false;
+	pthread_mutex_lock(&handoff.lock);
+	b = handoff.free;
+	if (b != NULL)
+		handoff.free = b->next;
+	else
+		handoff.stalled = true;
+	pthread_mutex_unlock(&handoff.lock);
+	if (b == NULL)
+		return false;
+	seq = (uint64_t)handoff.produced++;
+	for (i = 0; i < HANDOFF_WORDS; i++)
+		b->w[i] = seq + i;
+	b->seq = seq;
+	*fn = handoff_consume;
+	*arg = b;
+	return true;
+}
+
+/* Produce n more tasks from this thread and wait until they all ran. */
+static int
+handoff_round(long n, char *err, size_t errlen)
+{
+	unsigned long base = sum_counts();
+	int rc;
+
+	handoff.total += n;
+	atomic_store_explicit(&handoff.limit, handoff.total,
+	    memory_order_release);
+	rc = handoff.p->run_producer(handoff.pool);
+	if (rc != 0) {
+		errf(err, errlen, "produce", rc);
+		return rc;
+	}
+	rc = wait_counts(base + (unsigned long)n,
+	    (int64_t)(P.timeout_s / 2) * 1000000000);
+	if (rc != 0)
+		snprintf(err, errlen, "only %lu of %ld tasks ran",
+		    sum_counts() - base, n);
+	return rc;
+}
+
+static int
+sc_handoff(const struct scenario *sc, const struct peer *p, void **poolp,
+    struct run_out *o, char *err, size_t errlen)
+{
+	static struct hbuf *bufs;
+	long n = P.handoff_tasks;
+	int64_t t0, t1;
+	int i, rc;
+
+	(void)sc;
+	bufs = aligned_alloc(CACHE_LINE, HANDOFF_BUFS * sizeof(*bufs));
+	if (bufs == NULL) {
+		errf(err, errlen, "aligned_alloc", ENOMEM);
+		return ENOMEM;
+	}
+	for (i = 0; i < HANDOFF_BUFS; i++) {
+		bufs[i].next = handoff.free;
+		handoff.free = &bufs[i];
+	}
+	rc = p->create_producer(poolp, P.workers, P.handoff_reserved,
+	    handoff_produce, NULL);
+	if (rc != 0) {
+		errf(err, errlen, "create", rc);
+		return rc;
+	}
+	handoff.p = p;
+	handoff.pool = *poolp;
+	/* Warm-up: every thread started, reserved threads parked. */
+	rc = handoff_round(n / 10 > 0 ? n / 10 : 1, err, errlen);
+	if (rc != 0)
+		return rc;
+	t0 = now_ns();
+	rc = handoff_round(n, err, errlen);
+	t1 = now_ns();
+	if (rc != 0)
+		return rc;
+	if (atomic_load(&handoff.bad) != 0) {
+		snprintf(err, errlen, "%ld buffers did not sum right",
+		    atomic_load(&handoff.bad));
+		return EIO;
+	}
+	o->v[0] = (double)(t1 - t0) / (double)n;
+	o->v[1] = (double)n * 1e6 / (double)(t1 - t0);
+	if (p->note != NULL)
+		p->note(*poolp, o->note, sizeof(o->note));
+	/* The buffers stay until the child exits: the teardown runs after. */
+	return 0;
+}
+
+static void
+describe_handoff(const struct scenario *sc, char *buf, size_t len)
+{
+	(void)sc;
+	snprintf(buf, len, "%ld tasks, each a %d KiB buffer that the producer "
+	    "writes and the task reads; one strategy per mode on a pool of %d "
+	    "threads, %d of them reserved; the producer starts in the "
+	    "measuring thread, at most %d buffers in flight",
+	    P.handoff_tasks, HANDOFF_BYTES / 1024, P.workers,
+	    P.handoff_reserved, HANDOFF_BUFS);
+}
+
 static const struct scenario scenarios[] = {
 	{ "tiny-1", "tiny", sc_tiny, 1, 2,
 	    { { "ns/task", "ns", false }, { "Mtasks/s", "Mtasks/s", true } },
-	    1, "tiny", describe_tiny, false },
+	    1, "tiny", describe_tiny, false, false, NULL, NULL },
 	{ "tiny-2", "tiny", sc_tiny, 2, 2,
 	    { { "ns/task", "ns", false }, { "Mtasks/s", "Mtasks/s", true } },
-	    1, "tiny", describe_tiny, false },
+	    1, "tiny", describe_tiny, false, false, NULL, NULL },
 	{ "latency", "latency", sc_latency, 0, 3,
 	    { { "p50 us", "us", false }, { "p99 us", "us", false },
 	      { "p999 us", "us", false } },
-	    1, "latency", describe_latency, false },
+	    1, "latency", describe_latency, false, false, NULL, NULL },
 	{ "memory-task", "memory", sc_mem_task, 0, 2,
 	    { { "heap B/task", "B", false }, { "RSS B/task", "B", false } },
-	    0, NULL, describe_mem_task, false },
+	    0, NULL, describe_mem_task, false, false, NULL, NULL },
 	{ "memory-thread", "memory", sc_mem_thread, 0, 2,
 	    { { "heap B/thread", "B", false }, { "RSS B/thread", "B", false } },
-	    0, NULL, describe_mem_thread, false },
+	    0, NULL, describe_mem_thread, false, false, NULL, NULL },
 	{ "burst", "burst", sc_burst, 0, 2,
 	    { { "makespan ms", "ms", false }, { "x ideal", "x", false } },
-	    0, NULL, describe_burst, true },
+	    0, NULL, describe_burst, true, false, NULL, NULL },
+	{ "handoff", "handoff", sc_handoff, 0, 2,
+	    { { "ns/task", "ns", false }, { "ktasks/s", "ktasks/s", true } },
+	    1, NULL, describe_handoff, false, true, "tpe-pec", "pec" },
 };
 #define NSCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))
 
@@ -803,6 +981,10 @@ static struct peer_entry peers[] = {
 #ifndef TPE_BENCH_NO_LIBTPE
 	{ "libtpe", &tpe_bench_peer_libtpe, NULL, NULL, NULL },
 	{ "libtpe-scale", &tpe_bench_peer_libtpe_scale, NULL, NULL, NULL },
+	{ "tpe-adaptive", &tpe_bench_peer_strategy_adaptive, NULL, NULL, NULL },
+	{ "tpe-pc", &tpe_bench_peer_strategy_pc, NULL, NULL, NULL },
+	{ "tpe-pec", &tpe_bench_peer_strategy_pec, NULL, NULL, NULL },
+	{ "tpe-epc", &tpe_bench_peer_strategy_epc, NULL, NULL, NULL },
 #else
 	{ "libtpe", NULL, NULL, NULL, "built with TPE_BENCH_NO_LIBTPE" },
 #endif
@@ -1174,23 +1356,26 @@ fmtcell(char *buf, size_t len, const struct summary *s, int k)
 static void
 print_header(const struct scenario *sc)
 {
-	char desc[512];
+	char desc[512], col[32];
 	int k;
 
 	sc->describe(sc, desc, sizeof(desc));
+	snprintf(col, sizeof(col), "x %s",
+	    sc->base_col != NULL ? sc->base_col : "hand");
 	out("\n== %s: %s\n", sc->name, desc);
-	out("   median of %d runs (min-max); x hand = %s / the hand-rolled "
-	    "pool's (%s is better)\n", P.runs, sc->m[sc->key].name,
+	out("   median of %d runs (min-max); %s = %s / %s's (%s is better)\n",
+	    P.runs, col, sc->m[sc->key].name,
+	    sc->base ? sc->base : "the hand-rolled pool",
 	    sc->m[sc->key].higher_better ? "higher" : "lower");
 	out("%-12s", "peer");
 	for (k = 0; k < sc->nmetrics; k++)
 		out(" %-*s", CELL_W, sc->m[k].name);
-	out(" %8s\n", "x hand");
+	out(" %8s\n", col);
 }
 
 static void
 print_row(const struct scenario *sc, const char *name,
-    const struct summary *s, const struct summary *hand)
+    const struct summary *s, const struct summary *base)
 {
 	char cell[128];
 	int k;
@@ -1204,8 +1389,8 @@ print_row(const struct scenario *sc, const char *name,
 		fmtcell(cell, sizeof(cell), s, k);
 		out(" %-*s", CELL_W, cell);
 	}
-	if (hand != NULL && hand->ok && hand->med[sc->key] != 0)
-		out(" %8.2f", s->med[sc->key] / hand->med[sc->key]);
+	if (base != NULL && base->ok && base->med[sc->key] != 0)
+		out(" %8.2f", s->med[sc->key] / base->med[sc->key]);
 	else
 		out(" %8s", "-");
 	if (s->note[0] != '\0')
@@ -1218,7 +1403,7 @@ print_row(const struct scenario *sc, const char *name,
 
 static void
 csv_rows(FILE *f, const struct scenario *sc, const char *peer,
-    const struct summary *s, const struct summary *hand)
+    const struct summary *s, const struct summary *base)
 {
 	int k;
 
@@ -1228,9 +1413,10 @@ csv_rows(FILE *f, const struct scenario *sc, const char *peer,
 		fprintf(f, "%s,%s,%s,%s,%.6g,%.6g,%.6g,%d,", sc->name, peer,
 		    sc->m[k].name, sc->m[k].unit, s->med[k], s->min[k],
 		    s->max[k], s->runs);
-		if (hand != NULL && hand->ok && hand->med[k] != 0)
-			fprintf(f, "%.4g", s->med[k] / hand->med[k]);
-		fprintf(f, ",%s,\"%s\"\n",
+		if (base != NULL && base->ok && base->med[k] != 0)
+			fprintf(f, "%.4g", s->med[k] / base->med[k]);
+		fprintf(f, ",%s,%s,\"%s\"\n",
+		    sc->base ? sc->base : "hand-rolled",
 		    sc->m[k].higher_better ? "higher" : "lower", s->note);
 	}
 }
@@ -1377,6 +1563,32 @@ burst_targets(void)
 		    "burst: scale-first / thread-per-task floor");
 }
 
+/*
+ * Issue 9's target: with a buffer to hand over, eat-what-you-kill (the
+ * adaptive strategy, and EPC forced) beats giving every task to the pool.
+ * The line shows the smaller of the two ratios, and each of them.
+ */
+static void
+handoff_targets(void)
+{
+	const struct summary *pec = result("handoff", "tpe-pec");
+	const struct summary *ad = result("handoff", "tpe-adaptive");
+	const struct summary *epc = result("handoff", "tpe-epc");
+	const char *what = "handoff: ADAPTIVE and EPC >= 1.2x PEC";
+	double a, e, lo;
+
+	if (pec == NULL || pec->med[1] <= 0 || ad == NULL || epc == NULL) {
+		if (pec != NULL || ad != NULL || epc != NULL)
+			out("  %-44s not measured\n", what);
+		return;
+	}
+	a = ad->med[1] / pec->med[1];
+	e = epc->med[1] / pec->med[1];
+	lo = a < e ? a : e;
+	out("  %-44s %.2fx  %s (adaptive %.2fx, epc %.2fx)\n", what, lo,
+	    lo >= 1.2 ? "met" : "NOT met", a, e);
+}
+
 static void
 print_targets(void)
 {
@@ -1384,7 +1596,8 @@ print_targets(void)
 
 	if (result("tiny-1", "libtpe") == NULL &&
 	    result("latency", "libtpe") == NULL && m == NULL &&
-	    result("burst", "libtpe-scale") == NULL)
+	    result("burst", "libtpe-scale") == NULL &&
+	    result("handoff", "tpe-pec") == NULL)
 		return;
 	out("\ntargets (libtpe, this machine):\n");
 	target("tiny-1 tasks/s >= 2x hand-rolled", ratio("tiny-1",
@@ -1400,6 +1613,7 @@ print_targets(void)
 	target("memory <= 64 heap bytes per queued task",
 	    m != NULL ? m->med[0] : -1, false, 64, " B");
 	burst_targets();
+	handoff_targets();
 }
 
 /* ---- main ----------------------------------------------------------- */
@@ -1415,7 +1629,21 @@ runnable(const struct scenario *sc, const struct peer_entry *pe,
 		return false;
 	if (pe->java != NULL)
 		return sc->java != NULL;
+	if (sc->producer)
+		return pe->c->create_producer != NULL;
 	return sc->sized ? pe->c->create_sized != NULL : pe->c->create != NULL;
+}
+
+/*
+ * Is peer pe of the kind scenario sc compares? The producer scenarios
+ * compare libtpe's strategies, the others pools: a peer of the other kind
+ * gets no "n/a" row.
+ */
+static bool
+same_kind(const struct scenario *sc, const struct peer_entry *pe)
+{
+	return sc->producer ==
+	    (pe->c != NULL && pe->c->create_producer != NULL);
 }
 
 
@@ -1426,7 +1654,8 @@ usage(FILE *f)
 	    "usage: tpe-bench [options]\n"
 	    "  --list              list scenarios and peers, then exit\n"
 	    "  --scenario NAME     run only NAME (a scenario or a group: tiny,\n"
-	    "                      latency, memory); may repeat, or a,b,c\n"
+	    "                      latency, memory, burst, handoff); may\n"
+	    "                      repeat, or a,b,c\n"
 	    "  --peer NAME         run only NAME (may repeat, or a,b,c)\n"
 	    "  --runs N            runs per figure (default 5; --quick: 3)\n"
 	    "  --quick             counts / 100: a smoke run of a few seconds\n"
@@ -1524,7 +1753,7 @@ main(int argc, char **argv)
 	const char *csv_path = NULL, *table_path = NULL;
 	static struct run_out outs[NPEERS][MAX_RUNS];
 	int got_runs[NPEERS];
-	const struct summary *hand;
+	const struct summary *base;
 	bool no_java = false, list = false, any;
 	FILE *csv = NULL;
 	size_t si, pi;
@@ -1603,6 +1832,8 @@ main(int argc, char **argv)
 	P.burst_cap = 1024;
 	P.burst_tasks = 256;
 	P.burst_task_ns = P.quick ? 2000000 : 20000000;
+	P.handoff_tasks = P.quick ? 2000 : 200000;
+	P.handoff_reserved = 1;
 	P.lat_gap_ns = 50000;
 	P.mem_tasks = P.quick ? 10000 : 1000000;
 	P.mem_threads = 16;
@@ -1651,7 +1882,7 @@ main(int argc, char **argv)
 			return 2;
 		}
 		fprintf(csv, "scenario,peer,metric,unit,median,min,max,runs,"
-		    "ratio_to_hand,better,note\n");
+		    "ratio,ratio_to,better,note\n");
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	print_machine();
@@ -1699,12 +1930,25 @@ main(int argc, char **argv)
 		}
 		if (isatty(STDERR_FILENO))
 			fprintf(stderr, "%60s\r", "");
-		hand = NULL;
+		base = NULL;
+		for (pi = 0; pi < NPEERS; pi++) {
+			struct summary *s = &results[si][pi];
+
+			if (!runnable(sc, &peers[pi], only_peer))
+				continue;
+			summarize(sc, outs[pi], got_runs[pi], s);
+			if (got_runs[pi] == P.runs)
+				s->err[0] = '\0';
+			if (strcmp(peers[pi].name, sc->base ? sc->base :
+			    "hand-rolled") == 0 && s->ok)
+				base = s;
+		}
 		for (pi = 0; pi < NPEERS; pi++) {
 			const struct peer_entry *pe = &peers[pi];
 			struct summary *s = &results[si][pi];
 
-			if (pe->skip != NULL || !listed(only_peer, pe->name, NULL))
+			if (pe->skip != NULL || !listed(only_peer, pe->name,
+			    NULL) || !same_kind(sc, pe))
 				continue;
 			if (!runnable(sc, pe, only_peer)) {
 				out("%-12s n/a (%s)\n", pe->name,
@@ -1712,13 +1956,8 @@ main(int argc, char **argv)
 				    "no such pool configuration");
 				continue;
 			}
-			summarize(sc, outs[pi], got_runs[pi], s);
-			if (got_runs[pi] == P.runs)
-				s->err[0] = '\0';
-			if (strcmp(pe->name, "hand-rolled") == 0 && s->ok)
-				hand = s;
-			print_row(sc, pe->name, s, hand);
-			csv_rows(csv, sc, pe->name, s, hand);
+			print_row(sc, pe->name, s, base);
+			csv_rows(csv, sc, pe->name, s, base);
 		}
 	}
 	if (java_version[0] != '\0')
