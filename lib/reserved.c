@@ -307,13 +307,18 @@ tpe__reserve_park_locked(tpe_t *pool, bool *reserved)
 		}
 	}
 	item = s->item;
-	if (item != NULL) {
-		s->item = NULL;
-		/* The owner's last touch of the slot: free for the next. */
-		__atomic_store_n(&s->state, EMPTY, __ATOMIC_RELEASE);
-	}
+	s->item = NULL;
 	tpe__mutex_unlock(&s->lock);
 	tpe__mutex_lock(&pool->lock);
+	/*
+	 * The slot stays TAKEN until the pool lock is held again: a task
+	 * counts as on its way (tpe__reserve_handing) until the worker loop
+	 * counts it in active, in this same critical section, so
+	 * tpe_wait_idle never sees the pool idle in between. Only then is
+	 * the slot free for the next owner.
+	 */
+	if (item != NULL)
+		__atomic_store_n(&s->state, EMPTY, __ATOMIC_RELEASE);
 	*reserved = stay;
 	return item == &nothing ? NULL : item;
 }

@@ -305,6 +305,53 @@ test_reserved_idle_out_races_hand_off(void **state)
 	print_message("# %d of %d hand-offs hit\n", hits, RACE_ROUNDS);
 }
 
+/* ---- a hand-off counts as running until the thread counts it ---------- */
+
+/*
+ * Between taking its task from the slot and counting it in active (under
+ * the pool lock), the reserved thread holds no lock: the pool must not
+ * look idle then, or tpe_wait_idle returns before the task ran. Built
+ * exactly: the test holds the pool lock while the thread takes the task,
+ * so the thread stops right there, waiting for the lock. (Before the fix
+ * the slot was already EMPTY: the pool looked idle.)
+ */
+static bool
+slot_taken(struct tpe__reserve_slot *s)
+{
+	bool taken;
+
+	tpe__mutex_lock(&s->lock);
+	taken = s->item == NULL;
+	tpe__mutex_unlock(&s->lock);
+	return taken;
+}
+
+static void
+test_reserved_hand_off_counts_until_running(void **state)
+{
+	tpe_t *p = pool_reserving(2, 1, 0);
+	struct tu_latch done;
+	struct where w = { 0 };
+	int64_t end;
+
+	(void)state;
+	tu_latch_init(&done, 1);
+	w.done = &done;
+	park_reserved(p, 1);
+	tpe__mutex_lock(&p->lock);
+	assert_int_equal(tpe_try_execute(p, where_fn, &w), 0);
+	end = tu_now_ns() + EV_TIMEOUT;
+	while (!slot_taken(&p->reserve.slots[0]))
+		assert_true(tu_now_ns() < end);
+	assert_false(tpe__pool_is_idle_locked(p));
+	tpe__mutex_unlock(&p->lock);
+	assert_int_equal(tpe_wait_idle(p, -1), 0);
+	assert_int_equal(tu_load(&w.ran), 1);
+	tu_latch_wait(&done);
+	assert_int_equal(tpe_destroy(p), 0);
+	tu_latch_destroy(&done);
+}
+
 /* ---- shutdown with reserved threads parked, busy, re-parking ---------- */
 
 struct racer {
@@ -465,6 +512,7 @@ main(void)
 		cmocka_unit_test(test_reserved_all_busy),
 		cmocka_unit_test(test_reserved_only_worker_takes_queue),
 		cmocka_unit_test(test_reserved_idle_out_races_hand_off),
+		cmocka_unit_test(test_reserved_hand_off_counts_until_running),
 		cmocka_unit_test(test_reserved_shutdown_races),
 		cmocka_unit_test(test_reserved_invocation_types),
 		cmocka_unit_test(test_reserved_flag_reset_between_tasks),
