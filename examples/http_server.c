@@ -43,10 +43,13 @@
  * answers every complete request in its buffer in order (pipelining), and
  * re-arms the socket when the socket has no more for now. The kernel
  * orders the re-arm before the next event, but the thread sanitizer
- * cannot see that, so the hand-over is also an atomic flag: released by
- * the task just before it re-arms, acquired by the producer when the
- * event arrives (and asserted set: an event for a connection that nobody
- * armed would be a second owner).
+ * cannot see that, so the hand-over is also an atomic state: the task
+ * says ARMING before its epoll_ctl and releases ARMED after it returns,
+ * its last touch of the connection; the producer, when the event arrives,
+ * waits out a hand-over still ARMING (the other thread is only returning
+ * from epoll_ctl: a few microseconds at most), acquires ARMED and takes
+ * ownership (OWNED). An event for a connection that nobody armed would be
+ * a second owner: it aborts.
  *
  * Every connection is also on the server's list (under a mutex), so that
  * the connections that are armed, and owned by no task, at the stop are
@@ -70,6 +73,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -100,10 +104,13 @@ enum source_kind { SOURCE_LISTENER, SOURCE_SIGNAL, SOURCE_CONN };
 struct source {
 	enum source_kind kind;	/* I: set at creation */
 	int fd;			/* I */
-	/* A: released by the task that arms the socket, acquired by the
-	 * producer when the event comes. */
-	_Atomic bool armed;
+	/* A: OWNED, ARMING, ARMED (the design notes): ARMED is released by
+	 * the task that arms the socket, acquired by the producer when the
+	 * event comes. */
+	_Atomic int hand;
 };
+
+enum { OWNED, ARMING, ARMED };
 
 struct server;
 
@@ -460,10 +467,16 @@ listener_arm(struct server *srv)
 {
 	struct epoll_event ev = { EPOLLIN | EPOLLONESHOT, { &srv->listener } };
 
-	/* Release pairs with the producer's acquiring exchange. */
-	atomic_store_explicit(&srv->listener.armed, true, memory_order_release);
-	if (epoll_ctl(srv->epfd, EPOLL_CTL_MOD, srv->lfd, &ev) != 0)
+	atomic_store_explicit(&srv->listener.hand, ARMING,
+	    memory_order_relaxed);
+	if (epoll_ctl(srv->epfd, EPOLL_CTL_MOD, srv->lfd, &ev) != 0) {
 		warn_errno("epoll_ctl (listener)");
+		atomic_store_explicit(&srv->listener.hand, OWNED,
+		    memory_order_relaxed);
+		return;
+	}
+	/* Release pairs with the producer's acquire (take_event). */
+	atomic_store_explicit(&srv->listener.hand, ARMED, memory_order_release);
 }
 
 /* Unlink and free c. The caller owns it, or the pool has terminated. */
@@ -513,15 +526,18 @@ conn_arm(struct conn *c)
 {
 	struct epoll_event ev = { EPOLLIN | EPOLLONESHOT, { c } };
 
-	/* Release: this task's writes to c happen-before the next owner's
-	 * reads (pairs with the acquiring exchange in produce()). */
-	atomic_store_explicit(&c->src.armed, true, memory_order_release);
+	atomic_store_explicit(&c->src.hand, ARMING, memory_order_relaxed);
 	if (epoll_ctl(c->srv->epfd, EPOLL_CTL_MOD, c->src.fd, &ev) != 0) {
 		warn_errno("epoll_ctl (connection)");
-		atomic_store_explicit(&c->src.armed, false,
+		atomic_store_explicit(&c->src.hand, OWNED,
 		    memory_order_relaxed);
 		conn_close(c);
+		return;
 	}
+	/* Release: every access of this task to c, its epoll_ctl included,
+	 * happens-before the next owner's (pairs with take_event). The last
+	 * touch of c: the next owner may free it from here on. */
+	atomic_store_explicit(&c->src.hand, ARMED, memory_order_release);
 }
 
 /*
@@ -637,7 +653,7 @@ accept_task(void *arg)
 		    sizeof(one));
 		c->src.kind = SOURCE_CONN;
 		c->src.fd = fd;
-		atomic_init(&c->src.armed, true);
+		atomic_init(&c->src.hand, ARMED);
 		c->srv = srv;
 		c->len = 0;
 		c->prev = NULL;
@@ -673,6 +689,29 @@ stop(struct server *srv)
 		warn_errno("write (eventfd)");
 }
 
+
+/*
+ * An event arrived for src: take ownership of it from the task that armed
+ * it. That task may still be returning from its epoll_ctl (ARMING): wait
+ * it out, briefly. Acquire pairs with the release of ARMED in conn_arm and
+ * listener_arm.
+ */
+static void
+take_event(struct source *src)
+{
+	int hand;
+
+	while ((hand = atomic_load_explicit(&src->hand,
+	    memory_order_acquire)) == ARMING)
+		sched_yield();
+	if (hand != ARMED) {
+		fprintf(stderr, "http_server: an event for a socket nobody "
+		    "armed\n");
+		abort();
+	}
+	atomic_store_explicit(&src->hand, OWNED, memory_order_relaxed);
+}
+
 /*
  * The strategy's producer (tpe_produce_fn): the next task from the ready
  * events, waiting in epoll_wait for more when none is left. Returns false
@@ -700,14 +739,7 @@ produce(void *ctx, tpe_fn *fn, void **arg, enum tpe_invocation *type)
 				stop(srv);
 				return false;
 			}
-			/* Acquire pairs with the release in conn_arm and
-			 * listener_arm: the event has one owner from here. */
-			if (!atomic_exchange_explicit(&src->armed, false,
-			    memory_order_acquire)) {
-				fprintf(stderr, "http_server: an event for a "
-				    "socket nobody armed\n");
-				abort();
-			}
+			take_event(src);
 			if (src->kind == SOURCE_LISTENER) {
 				*fn = accept_task;
 				*arg = srv;
@@ -788,7 +820,7 @@ add_source(struct server *srv, struct source *src, enum source_kind kind,
 
 	src->kind = kind;
 	src->fd = fd;
-	atomic_init(&src->armed, true);
+	atomic_init(&src->hand, ARMED);
 	ev.events = events;
 	ev.data.ptr = src;
 	return epoll_ctl(srv->epfd, EPOLL_CTL_ADD, fd, &ev);
