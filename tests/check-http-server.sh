@@ -8,7 +8,11 @@
 # against it (tests/http_client.c says what each one does), and SIGTERM must
 # stop it with exit status 0. "order" (a blocking handler does not hold up
 # another connection) is not run in pc mode, where the producing thread
-# runs every handler itself and so must hold them up.
+# runs every handler itself and so must hold them up, nor in forced epc
+# mode, which hands production on even when no reserved thread is free:
+# then through the pool's queue, where it may wait behind the blocked
+# handler (tpe_strategy_create(3): forced EPC can starve; seen here under
+# TSan, 1 run in 5). adaptive and pec must pass it.
 #
 # Every wait is bounded: 10 s for the server to start or stop, times
 # TPE_TEST_TIME_SCALE, and the client's own bounds.
@@ -34,11 +38,19 @@ if test ! -x "$server" || test ! -x "$client"; then
 	exit 0
 fi
 
+# skipped MODE CHECK: the checks a mode does not promise (above).
+skipped() {
+	case $1:$2 in
+	pc:order | epc:order) return 0 ;;
+	esac
+	return 1
+}
+
 # The plan: per mode, the start, the checks, the stop.
 n=0
 for mode in $modes; do
 	for check in start $checks stop; do
-		if test "$mode:$check" != pc:order; then
+		if ! skipped "$mode" "$check"; then
 			n=$((n + 1))
 		fi
 	done
@@ -65,7 +77,7 @@ for mode in $modes; do
 		result no "$mode: the server did not say where it listens"
 	fi
 	for check in $checks; do
-		if test "$mode:$check" = pc:order; then
+		if skipped "$mode" "$check"; then
 			continue
 		fi
 		ok=no
