@@ -25,15 +25,6 @@ can_spin(void)
 	return n > 1;
 }
 
-static inline void
-cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield");
-#endif
-}
 
 /* Spins (lock dropped) until an offer is seen (true), or the spin budget
  * or the deadline runs out (false). */
@@ -62,7 +53,7 @@ spin_for_offer(struct tpe__queue *q, struct tpe__mutex *lock,
 				break;
 			sched_yield(); /* a submitter may share this CPU */
 		} else {
-			cpu_relax();
+			tpe__cpu_relax();
 		}
 	}
 	tpe__mutex_lock(lock);

@@ -37,6 +37,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "attr.h"
 #include "sync.h"
@@ -99,6 +100,10 @@ bool tpe__reserve_wanted_locked(tpe_t *pool, bool *reserved);
  * free slot (*reserved becomes false).
  */
 struct tpe__task *tpe__reserve_park_locked(tpe_t *pool, bool *reserved);
+
+/* How long a parked thread spins before it sleeps (ns). White-box tests
+ * set it to 0 to race the sleeping protocol itself. */
+extern int64_t tpe__reserve_spin_ns;
 
 /* Parked threads leave their slots and re-check the pool. L held. */
 void tpe__reserve_wake_all_locked(tpe_t *pool);
