@@ -112,22 +112,30 @@ tpe__node_get(struct tpe__node_returns *r)
 void
 tpe__node_put(struct tpe__node_returns *r, struct tpe__task *t)
 {
+	tpe__node_put_chain(r, t, t, 1);
+}
+
+void
+tpe__node_put_chain(struct tpe__node_returns *r, struct tpe__task *first,
+    struct tpe__task *last, size_t n)
+{
 	struct tpe__task *head;
 
 	if (__atomic_load_n(&r->count, __ATOMIC_RELAXED) >= RETURN_MAX) {
-		free(t);
+		last->next = NULL;
+		free_list(first);
 		return;
 	}
 	head = __atomic_load_n(&r->head, __ATOMIC_RELAXED);
 	do {
 		/* Given back twice in a row, the node would link to itself
 		 * and be handed to every later submitter. */
-		TPE__ASSERT(t != head);
-		t->next = head;
+		TPE__ASSERT(first != head);
+		last->next = head;
 		/* Release pairs with the acquire exchange in tpe__node_get. */
-	} while (!__atomic_compare_exchange_n(&r->head, &head, t, true,
+	} while (!__atomic_compare_exchange_n(&r->head, &head, first, true,
 	    __ATOMIC_RELEASE, __ATOMIC_RELAXED));
-	__atomic_add_fetch(&r->count, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&r->count, n, __ATOMIC_RELAXED);
 }
 
 void

@@ -21,7 +21,8 @@ tpe__reserve_capacity(const struct tpe_attr *a)
 {
 	size_t n, ncpu;
 
-	if (a->max <= 1)
+	/* A per-worker pool's workers never park: none are reserved. */
+	if (a->max <= 1 || a->queue_kind == TPE_QUEUE_PER_WORKER)
 		return 0;
 	if (a->reserved >= 0) {
 		n = (size_t)a->reserved;

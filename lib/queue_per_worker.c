@@ -1,0 +1,868 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * queue_per_worker.c - TPE_QUEUE_PER_WORKER: a lock-free stack per worker
+ * for many tiny tasks, a queue kind that runs its own workers (queue.h).
+ *
+ * Design notes
+ * ------------
+ * The pool is fixed: core == max == n workers, all started by tpe_create
+ * (pool.c, attach_queue), none leaving before shutdown. Worker i owns
+ * slots[i]; a worker learns i from next_slot when its loop starts. Since
+ * every slot has its owner from the first submission on, no task can wait
+ * in a slot whose thread is missing.
+ *
+ * Submit (pw_submit, no lock, any thread): the node comes from the
+ * thread's node cache (node.c: no malloc in the steady state); the task
+ * is counted in pool->submitted, then pushed with one CAS onto the stack
+ * of the slot the thread's round-robin counter names. The counter is
+ * thread-local (no shared line), seeded per thread so that submitters
+ * start at different slots. The first CAS guesses an empty stack, the
+ * common case when the worker keeps up, so that one transfer of the
+ * line suffices; a miss returns the real head, and the loop retries.
+ *
+ * The stack word `head` holds NULL (empty), a task (the newest), or one of
+ * two markers that only its owner sets:
+ *   SLEEP   the owner is asleep, or about to be: a push that replaces it
+ *           wakes the owner (the protocol below);
+ *   CLOSED  the owner has left (shutdown): a push that finds it fails, and
+ *           the task is refused with ECANCELED. So a push that succeeds
+ *           always lands where its owner will look again: shutdown drains
+ *           every stack and no task is stranded behind a worker that left.
+ *
+ * Take (owner): one exchange detaches the whole stack; the worker reverses
+ * it (oldest first) and runs the batch, checking the pool's state between
+ * tasks (shutdown-now hands the rest back through the discard callback;
+ * pause waits). Nodes leave a stack only all at once (owner's exchange,
+ * thief's CAS to NULL, drain), never singly, so there is no ABA problem:
+ * a CAS that finds the same top takes whatever stack is there, and the
+ * links under a top are never written while it is in a stack.
+ *
+ * Steal rule: an idle worker (its own stack empty) that sees another
+ * worker busy (running a batch: the `busy` flag) with a non-empty stack
+ * detaches that whole stack with one CAS and runs it, oldest first. It
+ * looks while it spins (every SPIN_CHECK steps) and once more before it
+ * sleeps; a sleeping worker is woken for it by a push that finds a busy
+ * owner's stack empty while some worker sleeps (below). Only the stack is
+ * stolen: the rest of a batch a worker has already detached waits for it.
+ *
+ * Order: tasks that one thread submits to one slot are pushed in order
+ * and each detach runs them oldest first, so they start in submission
+ * order, unless a steal intervenes: a thief runs a newer part of the
+ * stack while the owner may still hold older tasks. So the kind promises
+ * no order (tpe_attr_set_queue(3)).
+ *
+ * Sleep protocol (a marker in the stack word and a wake sequence; one RMW
+ * per push, and a system call only when the owner really sleeps):
+ *   owner:   CAS head NULL -> SLEEP (fails: a task came, take it)
+ *            loop: seq = wake_seq; if head != SLEEP or gen moved: stop;
+ *                  futex_wait(wake_seq, seq)
+ *            then CAS head SLEEP -> NULL if the marker is still there
+ *   pusher:  CAS head old -> node (old SLEEP: the node's next is NULL);
+ *            if old was SLEEP: wake_seq++, futex_wake
+ * The pusher replaces SLEEP before it bumps wake_seq, and the owner reads
+ * wake_seq before it looks at head: if the owner still sees SLEEP, its seq
+ * is older than the pusher's bump, so futex_wait returns at once or is
+ * woken. The pool's changes (shutdown, pause, resume) bump `gen` after
+ * their change and then every slot's wake_seq (pw_wake_all), and the owner
+ * reads gen after its marker and before it sleeps: the same argument.
+ * Removing the re-check (the head and gen tests inside the loop) loses
+ * wake-ups: test_per_worker_no_lost_wakeup hangs without it.
+ *
+ * Waking a sleeper to steal: a push that made a busy owner's stack
+ * non-empty (old == NULL) wakes one sleeping worker when `sleepers` > 0.
+ * Dekker pair, seq_cst on both sides: the pusher pushes, then loads the
+ * owner's busy flag and `sleepers`; a worker going to sleep counts itself
+ * in `sleepers`, then looks at every other stack for one to steal. Either
+ * the pusher sees the sleeper counted and wakes one, or the sleeper's look
+ * sees the task. A push onto a non-empty stack wakes nobody: the push that
+ * made it non-empty did. So a worker stuck in a long task strands nothing
+ * behind it while another worker is idle.
+ *
+ * tpe_wait_idle: the pool is idle when every stack is empty and no worker
+ * is busy. A worker sets busy (seq_cst) before it detaches anything and
+ * clears it (seq_cst) only when its own stack is empty after a batch, then
+ * loads pool->idle_waiters and, when a waiter exists, takes the pool lock
+ * to wake it (tpe__pool_notify_idle_locked). The waiter counts itself in
+ * idle_waiters (seq_cst) before it looks at the heads and then the busy
+ * flags (pool.h): either it sees the worker busy, or the worker sees it.
+ * Heads before busy flags: a detach that emptied a head came after its
+ * worker set busy, so a waiter that sees the empty head sees busy.
+ *
+ * Statistics without a lock per task: each slot counts, written by its
+ * owner only (release stores, read with acquire loads), the tasks it
+ * started and completed and the tasks it handed back at shutdown-now;
+ * remove_if (the drains) counts what it took, under the pool lock.
+ * queued = submitted - started - handed back - removed; active = started
+ * - completed. The counters are read before pool->submitted, so a
+ * snapshot never shows more taken than submitted.
+ *
+ * Legend: I = set at create (or attach), read-only after; A = atomic;
+ * O = written by the slot's owner only (atomic stores, read by anyone);
+ * L = pool->lock. Lock order: pool->lock -> slot->lock (the condition
+ * variable fallback only).
+ */
+#include <errno.h>
+#include <limits.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+
+#if defined(HAVE_LINUX_FUTEX) && !defined(TPE_FORCE_CONDVAR)
+#define USE_FUTEX 1
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
+#include "cpu.h"
+#include "pool.h"
+#include "queue.h"
+#include "sync.h"
+#include "task.h"
+
+/* The markers of the stack word; never valid node addresses. */
+#define SLEEP ((struct tpe__task *)(uintptr_t)1)
+#define CLOSED ((struct tpe__task *)(uintptr_t)2)
+
+/* How long an idle worker spins before it sleeps: a wake-up costs more
+ * (several microseconds on a virtual machine). A variable, read when a
+ * spin starts, so that white-box tests can make workers sleep at once. */
+int64_t tpe__per_worker_spin_ns = 50000;
+/* Spin steps between looks at the clock and at other stacks. */
+#define SPIN_CHECK 64
+
+struct slot {
+	/* Pushed by submitters, taken by the owner: its own cache line. */
+	struct tpe__task *head;   /* A: the stack, NULL, SLEEP or CLOSED */
+	unsigned wake_seq;        /* A: bumped by whoever wakes the owner */
+	int busy;                 /* A, O: the owner holds or runs tasks */
+	/* Counters, written on every task by the owner alone: a line of
+	 * their own, so that they do not pull the stack's line back. */
+	uint64_t started __attribute__((aligned(TPE__CACHE_LINE)));
+	uint64_t completed;       /* A, O */
+	uint64_t dropped;         /* A, O: handed back at shutdown-now */
+#ifndef USE_FUTEX
+	struct tpe__mutex lock;   /* guards the wait on wake_seq */
+	pthread_cond_t cond;      /* the owner sleeps here */
+#endif
+} __attribute__((aligned(TPE__CACHE_LINE)));
+
+struct pw_queue {
+	struct tpe__queue base;
+	tpe_t *pool;              /* I: set by attach */
+	size_t n;                 /* I: slots, = workers */
+	struct slot *slots;       /* I: n of them */
+	uint64_t removed;         /* L: taken out by remove_if */
+	/* Written by workers going to sleep and by the pool's changes,
+	 * read by pushes and spinners: a line of their own. */
+	size_t next_slot __attribute__((aligned(TPE__CACHE_LINE))); /* A */
+	unsigned gen;             /* A: bumped after each change of the pool */
+	int paused;               /* A: pool->paused, copied under L */
+	size_t sleepers;          /* A: workers asleep or going to sleep */
+};
+
+static inline bool
+is_task(const struct tpe__task *h)
+{
+	return (uintptr_t)h > (uintptr_t)CLOSED;
+}
+
+static int
+load_state(const tpe_t *pool)
+{
+	/* Pairs with set_state_locked (pool.c), then pw_wake_all. */
+	return __atomic_load_n(&pool->state, __ATOMIC_SEQ_CST);
+}
+
+/* An owner-only counter: one writer, so a load and a store, no RMW.
+ * Release pairs with the acquire loads of the statistics (counts). */
+static inline void
+count(uint64_t *c)
+{
+	__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + 1,
+	    __ATOMIC_RELEASE);
+}
+
+/* ---- waiting on a slot's wake sequence -------------------------------- */
+
+#ifdef USE_FUTEX
+/* Sleeps while wake_seq == seq (the kernel checks it atomically). */
+static void
+seq_wait(struct slot *s, unsigned seq)
+{
+	syscall(SYS_futex, &s->wake_seq, FUTEX_WAIT_PRIVATE, seq, NULL, NULL,
+	    0);
+}
+
+static void
+seq_wake(struct slot *s)
+{
+	/* seq_cst: after the waker's change (head or gen), before the
+	 * owner's next read of wake_seq in wait_for_change. */
+	__atomic_add_fetch(&s->wake_seq, 1, __ATOMIC_SEQ_CST);
+	syscall(SYS_futex, &s->wake_seq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL,
+	    NULL, 0);
+}
+#else
+static void
+seq_wait(struct slot *s, unsigned seq)
+{
+	tpe__mutex_lock(&s->lock);
+	while (__atomic_load_n(&s->wake_seq, __ATOMIC_SEQ_CST) == seq)
+		tpe__cond_wait_until(&s->cond, &s->lock, -1);
+	tpe__mutex_unlock(&s->lock);
+}
+
+static void
+seq_wake(struct slot *s)
+{
+	/* Under the slot lock: the owner either reads the new value or is
+	 * waiting and gets the broadcast. */
+	tpe__mutex_lock(&s->lock);
+	__atomic_add_fetch(&s->wake_seq, 1, __ATOMIC_SEQ_CST);
+	tpe__cond_broadcast(&s->cond);
+	tpe__mutex_unlock(&s->lock);
+}
+#endif
+
+/*
+ * Sleeps until a push replaced the owner's SLEEP marker (when `marked`)
+ * or the pool changed (gen moved). The re-check inside the loop, after
+ * reading wake_seq, is what makes the protocol lose no wake-up (Design
+ * notes).
+ */
+static void
+wait_for_change(struct pw_queue *pq, struct slot *me, unsigned gen,
+    bool marked)
+{
+	for (;;) {
+		unsigned seq = __atomic_load_n(&me->wake_seq,
+		    __ATOMIC_SEQ_CST);
+
+		/* seq_cst loads, after the wake_seq read: pair with the
+		 * pusher's CAS and the pool's bump of gen, each made before
+		 * the waker's seq_wake. */
+		if (marked && __atomic_load_n(&me->head, __ATOMIC_SEQ_CST) !=
+		    SLEEP)
+			return;
+		if (__atomic_load_n(&pq->gen, __ATOMIC_SEQ_CST) != gen)
+			return;
+		seq_wait(me, seq);
+	}
+}
+
+/* ---- busy flag and tpe_wait_idle -------------------------------------- */
+
+static void
+set_busy(struct slot *me)
+{
+	/* seq_cst, before the exchange or CAS that takes tasks: pairs with
+	 * a waiter's look at heads and then busy flags (Design notes). */
+	if (__atomic_load_n(&me->busy, __ATOMIC_RELAXED) == 0)
+		__atomic_store_n(&me->busy, 1, __ATOMIC_SEQ_CST);
+}
+
+static void
+set_idle(struct pw_queue *pq, struct slot *me)
+{
+	tpe_t *pool = pq->pool;
+
+	if (__atomic_load_n(&me->busy, __ATOMIC_RELAXED) == 0)
+		return;
+	/* Dekker with tpe_wait_idle: store busy, then load idle_waiters
+	 * (seq_cst both, tpe__pool_idle_waited). */
+	__atomic_store_n(&me->busy, 0, __ATOMIC_SEQ_CST);
+	if (tpe__pool_idle_waited(pool)) {
+		tpe__mutex_lock(&pool->lock);
+		tpe__pool_notify_idle_locked(pool);
+		tpe__mutex_unlock(&pool->lock);
+	}
+}
+
+/* ---- push, take, steal ------------------------------------------------ */
+
+/* The slot for this thread's next push: a thread-local round robin. */
+static struct slot *
+next_slot(struct pw_queue *pq)
+{
+	static __thread size_t rr;
+	static __thread bool seeded;
+	size_t i;
+
+	if (!seeded) {
+		/* Spread submitters: each thread starts somewhere else. */
+		rr = (size_t)((uintptr_t)&rr >> 6);
+		seeded = true;
+	}
+	i = rr++;
+	return &pq->slots[i < pq->n ? i : i % pq->n];
+}
+
+/*
+ * Pushes t onto s: the old top (NULL, SLEEP or a task), or CLOSED when
+ * the owner has left and t was not pushed.
+ */
+static struct tpe__task *
+push(struct slot *s, struct tpe__task *t)
+{
+	struct tpe__task *old = NULL; /* guess empty: see Design notes */
+
+	do {
+		if (old == CLOSED)
+			return CLOSED;
+		t->next = old == SLEEP ? NULL : old;
+		/* seq_cst: release for the node's fields (pairs with the
+		 * owner's exchange and the thief's CAS); and it orders the
+		 * pusher's loads after it (the Dekker pairs above). */
+	} while (!__atomic_compare_exchange_n(&s->head, &old, t, true,
+	    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED));
+	return old;
+}
+
+/* Wakes the owner of s: the caller has taken its SLEEP marker away. */
+static void
+wake_owner(struct slot *s)
+{
+	seq_wake(s);
+}
+
+/* A push made a busy owner's stack non-empty: wakes one sleeping worker
+ * to steal it (Design notes). */
+static void
+wake_a_sleeper(struct pw_queue *pq)
+{
+	size_t i;
+
+	for (i = 0; i < pq->n; i++) {
+		struct slot *s = &pq->slots[i];
+		struct tpe__task *expect = SLEEP;
+
+		/* Taking the marker away decides who wakes it: a push onto
+		 * that stack now finds NULL and wakes nobody. */
+		if (__atomic_load_n(&s->head, __ATOMIC_RELAXED) == SLEEP &&
+		    __atomic_compare_exchange_n(&s->head, &expect, NULL,
+		    false, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
+			wake_owner(s);
+			return;
+		}
+	}
+	/* None marked: every counted sleeper is on its way back and looks
+	 * at the stacks after it uncounts itself. */
+}
+
+static int
+pw_submit(struct tpe__queue *q, tpe_fn fn, void *arg, struct tpe_future *f)
+{
+	struct pw_queue *pq = (struct pw_queue *)q;
+	tpe_t *pool = pq->pool;
+	struct tpe__task *t, *old;
+	struct slot *s;
+
+	if (load_state(pool) != TPE__RUNNING)
+		return ECANCELED;
+	t = tpe__task_new(pool, fn, arg, f, NULL);
+	if (t == NULL)
+		return ENOMEM;
+	/* Counted before any worker can take it (the statistics). */
+	tpe__pool_count_submitted(pool, 1);
+	s = next_slot(pq);
+	old = push(s, t);
+	if (old == CLOSED) {
+		/* The owner left: the pool is shut down. */
+		tpe__pool_count_submitted(pool, -1);
+		tpe__task_free(pool, t);
+		return ECANCELED;
+	}
+	if (old == SLEEP) {
+		wake_owner(s);
+	} else if (old == NULL &&
+	    __atomic_load_n(&s->busy, __ATOMIC_SEQ_CST) != 0 &&
+	    __atomic_load_n(&pq->sleepers, __ATOMIC_SEQ_CST) > 0) {
+		/* After the push (seq_cst loads): the Dekker pair with a
+		 * worker going to sleep (Design notes). */
+		wake_a_sleeper(pq);
+	}
+	return 0;
+}
+
+/* The owner takes its whole stack; NULL when it is empty. */
+static struct tpe__task *
+take_own(struct pw_queue *pq, struct slot *me)
+{
+	struct tpe__task *h = __atomic_load_n(&me->head, __ATOMIC_RELAXED);
+
+	if (!is_task(h)) {
+		set_idle(pq, me);
+		return NULL;
+	}
+	set_busy(me);
+	/* seq_cst (acquire): pairs with the push's CAS, for the nodes. No
+	 * marker can be here: only this thread sets them, and it is awake. */
+	h = __atomic_exchange_n(&me->head, NULL, __ATOMIC_SEQ_CST);
+	TPE__ASSERT(h == NULL || is_task(h));
+	if (h == NULL)
+		set_idle(pq, me); /* a thief was faster */
+	return h;
+}
+
+/* Takes the whole stack of a busy other worker, or returns NULL. */
+static struct tpe__task *
+steal(struct pw_queue *pq, struct slot *me)
+{
+	size_t k, i = (size_t)(me - pq->slots);
+
+	for (k = 1; k < pq->n; k++) {
+		struct slot *v = &pq->slots[(i + k) % pq->n];
+		/* seq_cst: these loads are the sleeper's last look in the
+		 * Dekker pair with pw_submit. */
+		struct tpe__task *h = __atomic_load_n(&v->head,
+		    __ATOMIC_SEQ_CST);
+
+		if (!is_task(h) ||
+		    __atomic_load_n(&v->busy, __ATOMIC_SEQ_CST) == 0)
+			continue;
+		set_busy(me);
+		/* seq_cst (acquire): pairs with the pushes' CAS. */
+		if (__atomic_compare_exchange_n(&v->head, &h, NULL, false,
+		    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+			return h;
+	}
+	set_idle(pq, me);
+	return NULL;
+}
+
+/* ---- the worker ------------------------------------------------------- */
+
+enum step { GO_ON, LEAVE, FORKED };
+
+static struct tpe__task *
+reverse(struct tpe__task *h)
+{
+	struct tpe__task *fifo = NULL, *next;
+
+	for (; h != NULL; h = next) {
+		next = h->next;
+		h->next = fifo;
+		fifo = h;
+	}
+	return fifo;
+}
+
+/* Shutdown-now: the tasks the worker holds go to the discard callback. */
+static enum step
+hand_back_all(struct pw_queue *pq, struct slot *me, struct tpe__task *fifo)
+{
+	struct tpe__task *t;
+
+	while ((t = fifo) != NULL) {
+		fifo = t->next;
+		count(&me->dropped);
+		if (!tpe__task_discard(pq->pool, t))
+			return FORKED;
+	}
+	return GO_ON;
+}
+
+/* While the pool is paused (and not shut down), waits for a change. */
+static void
+wait_while_paused(struct pw_queue *pq, struct slot *me)
+{
+	for (;;) {
+		unsigned gen = __atomic_load_n(&pq->gen, __ATOMIC_SEQ_CST);
+
+		/* Relaxed: a change of paused is followed by a bump of gen
+		 * (pw_wake_all), which the wait below sees. */
+		if (!__atomic_load_n(&pq->paused, __ATOMIC_RELAXED) ||
+		    load_state(pq->pool) != TPE__RUNNING)
+			return;
+		wait_for_change(pq, me, gen, false);
+	}
+}
+
+/* Runs a detached stack oldest first; its nodes end in one chain. */
+static enum step
+run_batch(struct pw_queue *pq, struct slot *me, struct tpe__task *h)
+{
+	tpe_t *pool = pq->pool;
+	struct tpe__task *fifo = reverse(h), *t, *done = NULL, *last = NULL;
+	size_t n = 0;
+
+	while ((t = fifo) != NULL) {
+		/* Between tasks: pause waits, shutdown-now hands back. */
+		if (__atomic_load_n(&pq->paused, __ATOMIC_RELAXED))
+			wait_while_paused(pq, me);
+		if (load_state(pool) >= TPE__STOP) {
+			if (done != NULL)
+				tpe__task_end_chain(pool, done, last, n);
+			return hand_back_all(pq, me, fifo);
+		}
+		fifo = t->next;
+		count(&me->started);
+		if (!tpe__task_run_keep(pool, t))
+			return FORKED; /* touch nothing of the pool */
+		count(&me->completed);
+		t->next = done;
+		if (done == NULL)
+			last = t;
+		done = t;
+		n++;
+	}
+	if (done != NULL)
+		tpe__task_end_chain(pool, done, last, n);
+	return GO_ON;
+}
+
+/*
+ * Spins while idle: returns a stolen stack, or NULL when the own stack
+ * has tasks, the pool changed, or the budget ran out.
+ */
+static struct tpe__task *
+spin(struct pw_queue *pq, struct slot *me, unsigned gen)
+{
+	int64_t end;
+	unsigned i;
+
+	if (!tpe__can_spin() || tpe__per_worker_spin_ns <= 0)
+		return NULL;
+	end = tpe__now_ns() + tpe__per_worker_spin_ns;
+	for (i = 1;; i++) {
+		/* Relaxed: a hint; take_own's exchange orders the nodes. */
+		if (is_task(__atomic_load_n(&me->head, __ATOMIC_RELAXED)))
+			return NULL;
+		if (i % SPIN_CHECK == 0) {
+			struct tpe__task *h;
+
+			if (__atomic_load_n(&pq->gen, __ATOMIC_RELAXED) != gen)
+				return NULL;
+			if (pq->n > 1 && (h = steal(pq, me)) != NULL)
+				return h;
+			if (tpe__now_ns() >= end)
+				return NULL;
+			sched_yield(); /* a submitter may share this CPU */
+		} else {
+			tpe__cpu_relax();
+		}
+	}
+}
+
+/*
+ * Sleeps through the protocol of the Design notes; returns a stack found
+ * by the last look before sleeping, or NULL to look again.
+ */
+static struct tpe__task *
+sleep_until_work(struct pw_queue *pq, struct slot *me, unsigned gen)
+{
+	struct tpe__task *expect = NULL, *h = NULL;
+
+	/* seq_cst: the owner's side of the sleep protocol. */
+	if (!__atomic_compare_exchange_n(&me->head, &expect, SLEEP, false,
+	    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+		return NULL; /* a task came: take it */
+	/* Counted, then the last look (seq_cst both): the Dekker pair with
+	 * pw_submit's wake of a sleeper. */
+	__atomic_add_fetch(&pq->sleepers, 1, __ATOMIC_SEQ_CST);
+	if (pq->n > 1)
+		h = steal(pq, me);
+	if (h == NULL)
+		wait_for_change(pq, me, gen, true);
+	__atomic_sub_fetch(&pq->sleepers, 1, __ATOMIC_SEQ_CST);
+	/* Take the marker back if no push replaced it. */
+	expect = SLEEP;
+	__atomic_compare_exchange_n(&me->head, &expect, NULL, false,
+	    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED);
+	return h;
+}
+
+/*
+ * The owner's stack is empty: leave (shut down), wait (paused), or spin,
+ * steal and sleep. *hp: a stolen stack to run, or NULL to look again.
+ */
+static enum step
+idle(struct pw_queue *pq, struct slot *me, struct tpe__task **hp)
+{
+	/* gen before the state: a change after this read bumps gen later,
+	 * which the spin and the sleep see. */
+	unsigned gen = __atomic_load_n(&pq->gen, __ATOMIC_SEQ_CST);
+	int state = load_state(pq->pool);
+	struct tpe__task *h;
+
+	*hp = NULL;
+	if (state >= TPE__STOP) {
+		/* Closed for good; what was pushed since the drain of
+		 * tpe_shutdown_now goes back. */
+		h = __atomic_exchange_n(&me->head, CLOSED, __ATOMIC_SEQ_CST);
+		TPE__ASSERT(h != CLOSED && h != SLEEP);
+		return hand_back_all(pq, me, reverse(h)) == FORKED ? FORKED :
+		    LEAVE;
+	}
+	if (state == TPE__SHUTDOWN) {
+		h = NULL;
+		/* Drained: close, so that no push lands after the owner left
+		 * (a push that finds CLOSED is refused). */
+		return __atomic_compare_exchange_n(&me->head, &h, CLOSED,
+		    false, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED) ? LEAVE : GO_ON;
+	}
+	if (__atomic_load_n(&pq->paused, __ATOMIC_RELAXED)) {
+		wait_while_paused(pq, me);
+		return GO_ON;
+	}
+	h = spin(pq, me, gen);
+	if (h == NULL &&
+	    !is_task(__atomic_load_n(&me->head, __ATOMIC_RELAXED)) &&
+	    __atomic_load_n(&pq->gen, __ATOMIC_RELAXED) == gen)
+		h = sleep_until_work(pq, me, gen);
+	*hp = h;
+	return GO_ON;
+}
+
+static bool
+pw_worker_loop(struct tpe__queue *q)
+{
+	struct pw_queue *pq = (struct pw_queue *)q;
+	size_t i = __atomic_fetch_add(&pq->next_slot, 1, __ATOMIC_RELAXED);
+	struct slot *me;
+	struct tpe__task *h;
+	enum step st;
+
+	/* Fixed pool: exactly one worker per slot, never replaced. */
+	TPE__ASSERT(i < pq->n);
+	me = &pq->slots[i];
+	for (;;) {
+		h = take_own(pq, me);
+		st = h != NULL ? GO_ON : idle(pq, me, &h);
+		if (st == GO_ON && h != NULL)
+			st = run_batch(pq, me, h);
+		if (st == FORKED)
+			return false;
+		if (st == LEAVE) {
+			set_idle(pq, me);
+			return true;
+		}
+	}
+}
+
+/* ---- the queue operations --------------------------------------------- */
+
+size_t
+tpe__queue_per_worker_sleepers(const struct tpe__queue *q)
+{
+	const struct pw_queue *pq = (const struct pw_queue *)q;
+
+	return __atomic_load_n(&pq->sleepers, __ATOMIC_SEQ_CST);
+}
+
+static int
+pw_attach(struct tpe__queue *q, tpe_t *pool)
+{
+	struct pw_queue *pq = (struct pw_queue *)q;
+
+	pq->pool = pool;
+	return pool->attr.core == pq->n && pool->attr.max == pq->n ? 0 :
+	    EINVAL;
+}
+
+static void
+pw_wake_all(struct tpe__queue *q)
+{
+	struct pw_queue *pq = (struct pw_queue *)q;
+	size_t i;
+
+	TPE__ASSERT_HELD(&pq->pool->lock);
+	__atomic_store_n(&pq->paused, pq->pool->paused, __ATOMIC_RELAXED);
+	/* seq_cst, after the change (state: set_state_locked, paused:
+	 * above) and before the wake-ups: pairs with the owner's read of
+	 * gen in idle() and wait_for_change(). */
+	__atomic_add_fetch(&pq->gen, 1, __ATOMIC_SEQ_CST);
+	for (i = 0; i < pq->n; i++)
+		seq_wake(&pq->slots[i]);
+}
+
+static bool
+pw_is_empty(struct tpe__queue *q)
+{
+	struct pw_queue *pq = (struct pw_queue *)q;
+	size_t i;
+
+	/* seq_cst loads: before the busy flags (pw_busy, Design notes). */
+	for (i = 0; i < pq->n; i++)
+		if (is_task(__atomic_load_n(&pq->slots[i].head,
+		    __ATOMIC_SEQ_CST)))
+			return false;
+	return true;
+}
+
+static bool
+pw_busy(const struct tpe__queue *q)
+{
+	const struct pw_queue *pq = (const struct pw_queue *)q;
+	size_t i;
+
+	for (i = 0; i < pq->n; i++)
+		if (__atomic_load_n(&pq->slots[i].busy, __ATOMIC_SEQ_CST))
+			return true;
+	return false;
+}
+
+static void
+pw_counts(const struct tpe__queue *q, size_t *active, uint64_t *completed)
+{
+	const struct pw_queue *pq = (const struct pw_queue *)q;
+	size_t i;
+
+	*active = 0;
+	*completed = 0;
+	for (i = 0; i < pq->n; i++) {
+		const struct slot *s = &pq->slots[i];
+		/* Completed before started: never more done than begun.
+		 * Acquire pairs with count()'s release stores. */
+		uint64_t c = __atomic_load_n(&s->completed, __ATOMIC_ACQUIRE);
+		uint64_t b = __atomic_load_n(&s->started, __ATOMIC_ACQUIRE);
+
+		*active += (size_t)(b - c);
+		*completed += c;
+	}
+}
+
+static size_t
+pw_size(struct tpe__queue *q)
+{
+	struct pw_queue *pq = (struct pw_queue *)q;
+	uint64_t taken = pq->removed, submitted;
+	size_t i;
+
+	TPE__ASSERT_HELD(&pq->pool->lock);
+	for (i = 0; i < pq->n; i++) {
+		const struct slot *s = &pq->slots[i];
+
+		taken += __atomic_load_n(&s->started, __ATOMIC_ACQUIRE) +
+		    __atomic_load_n(&s->dropped, __ATOMIC_ACQUIRE);
+	}
+	/* After the counters (Design notes, statistics). */
+	submitted = __atomic_load_n(&pq->pool->submitted, __ATOMIC_SEQ_CST);
+	return submitted > taken ? (size_t)(submitted - taken) : 0;
+}
+
+static size_t
+pw_remaining(const struct tpe__queue *q)
+{
+	(void)q;
+	return SIZE_MAX;
+}
+
+/* The stacks never refuse a task, but only pw_submit pushes: the pool's
+ * locked paths never offer to this kind. */
+static int
+pw_offer(struct tpe__queue *q, struct tpe__task *t)
+{
+	(void)q;
+	(void)t;
+	return EAGAIN;
+}
+
+static struct tpe__task *
+pw_poll(struct tpe__queue *q)
+{
+	(void)q;
+	return NULL;
+}
+
+/*
+ * The drains of shutdown-now and fork (drain_only: every node matches;
+ * tpe_remove and tpe_purge say ENOTSUP before they get here). Each stack
+ * is detached with a CAS that leaves the owner's markers in place. L held.
+ */
+static size_t
+pw_remove_if(struct tpe__queue *q, tpe__task_match_fn match, void *ctx,
+    size_t max, struct tpe__task_list *out)
+{
+	struct pw_queue *pq = (struct pw_queue *)q;
+	size_t i, n = 0;
+
+	TPE__ASSERT_HELD(&pq->pool->lock);
+	for (i = 0; i < pq->n && n < max; i++) {
+		struct slot *s = &pq->slots[i];
+		struct tpe__task *h = __atomic_load_n(&s->head,
+		    __ATOMIC_RELAXED);
+		struct tpe__task *t;
+
+		/* seq_cst (acquire): pairs with the pushes' CAS. */
+		while (is_task(h) && !__atomic_compare_exchange_n(&s->head,
+		    &h, NULL, false, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+			;
+		if (!is_task(h))
+			continue;
+		for (h = reverse(h); (t = h) != NULL; n++) {
+			h = t->next;
+			TPE__ASSERT(match(t, ctx));
+			tpe__task_list_push(out, t);
+		}
+	}
+	pq->removed += n;
+	return n;
+}
+
+static void
+pw_destroy(struct tpe__queue *q)
+{
+	struct pw_queue *pq = (struct pw_queue *)q;
+#ifndef USE_FUTEX
+	size_t i;
+
+	for (i = 0; i < pq->n; i++) {
+		tpe__cond_destroy(&pq->slots[i].cond);
+		tpe__mutex_destroy(&pq->slots[i].lock);
+	}
+#endif
+	free(pq->slots);
+	free(pq);
+}
+
+static const struct tpe__queue_ops per_worker_ops = {
+	.name = "per-worker",
+	.offer = pw_offer,
+	.poll = pw_poll,
+	.size = pw_size,
+	.remaining = pw_remaining,
+	.remove_if = pw_remove_if,
+	.destroy = pw_destroy,
+	.is_empty = pw_is_empty,
+	.attach = pw_attach,
+	.submit = pw_submit,
+	.worker_loop = pw_worker_loop,
+	.wake_all = pw_wake_all,
+	.busy = pw_busy,
+	.counts = pw_counts,
+	.fixed_pool = true,
+	.drain_only = true,
+};
+
+int
+tpe__queue_per_worker_create(struct tpe__queue **q, size_t workers)
+{
+	struct pw_queue *pq;
+
+	if (workers == 0)
+		return EINVAL;
+	if (posix_memalign((void **)&pq, TPE__CACHE_LINE, sizeof(*pq)) != 0)
+		return ENOMEM;
+	memset(pq, 0, sizeof(*pq));
+	if (posix_memalign((void **)&pq->slots, TPE__CACHE_LINE,
+	    workers * sizeof(*pq->slots)) != 0) {
+		free(pq);
+		return ENOMEM;
+	}
+	memset(pq->slots, 0, workers * sizeof(*pq->slots));
+	pq->n = workers;
+#ifndef USE_FUTEX
+	for (size_t i = 0; i < workers; i++) {
+		tpe__mutex_init(&pq->slots[i].lock);
+		tpe__cond_init(&pq->slots[i].cond);
+	}
+#endif
+	pq->base.ops = &per_worker_ops;
+	*q = &pq->base;
+	return 0;
+}
