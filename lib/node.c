@@ -19,7 +19,11 @@
  *
  * `count` is a hint for the bound only: the taker resets it after its
  * exchange, so pushes in between are not counted and the stack can exceed
- * RETURN_MAX by those few.
+ * RETURN_MAX by those few. A pool may set a larger bound (`max`): near the
+ * bound, every node the submitter takes in excess of what comes back is
+ * a malloc and every one that comes back in excess is a free on a worker,
+ * so a pool that must not free across threads in its steady state (the
+ * per-worker kind) keeps a bound far above its in-flight nodes.
  *
  * A thread's cache holds at most one take (about RETURN_MAX nodes) and is
  * freed by a thread-specific-data destructor when the thread exits. If no
@@ -121,7 +125,8 @@ tpe__node_put_chain(struct tpe__node_returns *r, struct tpe__task *first,
 {
 	struct tpe__task *head;
 
-	if (__atomic_load_n(&r->count, __ATOMIC_RELAXED) >= RETURN_MAX) {
+	if (__atomic_load_n(&r->count, __ATOMIC_RELAXED) >=
+	    (r->max != 0 ? r->max : RETURN_MAX)) {
 		last->next = NULL;
 		free_list(first);
 		return;

@@ -16,6 +16,7 @@
 struct tpe__node_returns {
 	struct tpe__task *head; /* A: Treiber stack, taken whole */
 	size_t count;           /* A: about how many nodes it holds */
+	size_t max;             /* I: the bound (0: the default, 256) */
 };
 
 /* A node for a new task, any thread, no lock: NULL when malloc fails. */

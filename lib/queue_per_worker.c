@@ -107,6 +107,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "config.h"
 
@@ -133,6 +134,12 @@
 int64_t tpe__per_worker_spin_ns = 50000;
 /* Spin steps between looks at the clock and at other stacks. */
 #define SPIN_CHECK 64
+/* The pool's node return stack may hold this many (node.c). */
+#define RETURNS_MAX 65536
+/* How many slots after a sleeping one a push looks at for an awake one. */
+#define PICK_TRIES 3
+/* How often a watcher looks for a worker stuck in one task (ns). */
+#define WATCH_NS 1000000
 
 struct slot {
 	/* Pushed by submitters, taken by the owner: its own cache line. */
@@ -142,6 +149,9 @@ struct slot {
 	/* Counters, written on every task by the owner alone: a line of
 	 * their own, so that they do not pull the stack's line back. */
 	uint64_t started __attribute__((aligned(TPE__CACHE_LINE)));
+	struct tpe__task *rest;   /* A: the owner's batch behind its running
+				   * task, oldest first; taken by the owner
+				   * after the task, or by a thief */
 	uint64_t completed;       /* A, O */
 	uint64_t dropped;         /* A, O: handed back at shutdown-now */
 #ifndef USE_FUTEX
@@ -161,7 +171,9 @@ struct pw_queue {
 	size_t next_slot __attribute__((aligned(TPE__CACHE_LINE))); /* A */
 	unsigned gen;             /* A: bumped after each change of the pool */
 	int paused;               /* A: pool->paused, copied under L */
-	size_t sleepers;          /* A: workers asleep or going to sleep */
+	int spinner;              /* A: 1 while a worker spins (one at most) */
+	size_t deep;              /* A: workers asleep with no timeout */
+	size_t watchers;          /* A: workers asleep with a timeout */
 };
 
 static inline bool
@@ -189,11 +201,23 @@ count(uint64_t *c)
 /* ---- waiting on a slot's wake sequence -------------------------------- */
 
 #ifdef USE_FUTEX
-/* Sleeps while wake_seq == seq (the kernel checks it atomically). */
+/* Sleeps while wake_seq == seq (the kernel checks it atomically), until
+ * the absolute monotonic deadline_ns (negative: none). */
 static void
-seq_wait(struct slot *s, unsigned seq)
+seq_wait(struct slot *s, unsigned seq, int64_t deadline_ns)
 {
-	syscall(SYS_futex, &s->wake_seq, FUTEX_WAIT_PRIVATE, seq, NULL, NULL,
+	struct timespec ts, *tsp = NULL;
+	int64_t left;
+
+	if (deadline_ns >= 0) {
+		left = deadline_ns - tpe__now_ns();
+		if (left <= 0)
+			return;
+		ts.tv_sec = (time_t)(left / TPE__NS_PER_S);
+		ts.tv_nsec = (long)(left % TPE__NS_PER_S);
+		tsp = &ts; /* FUTEX_WAIT's timeout is relative */
+	}
+	syscall(SYS_futex, &s->wake_seq, FUTEX_WAIT_PRIVATE, seq, tsp, NULL,
 	    0);
 }
 
@@ -208,11 +232,12 @@ seq_wake(struct slot *s)
 }
 #else
 static void
-seq_wait(struct slot *s, unsigned seq)
+seq_wait(struct slot *s, unsigned seq, int64_t deadline_ns)
 {
 	tpe__mutex_lock(&s->lock);
-	while (__atomic_load_n(&s->wake_seq, __ATOMIC_SEQ_CST) == seq)
-		tpe__cond_wait_until(&s->cond, &s->lock, -1);
+	while (__atomic_load_n(&s->wake_seq, __ATOMIC_SEQ_CST) == seq &&
+	    tpe__cond_wait_until(&s->cond, &s->lock, deadline_ns) == 0)
+		;
 	tpe__mutex_unlock(&s->lock);
 }
 
@@ -229,14 +254,15 @@ seq_wake(struct slot *s)
 #endif
 
 /*
- * Sleeps until a push replaced the owner's SLEEP marker (when `marked`)
- * or the pool changed (gen moved). The re-check inside the loop, after
- * reading wake_seq, is what makes the protocol lose no wake-up (Design
- * notes).
+ * Sleeps until a push or a waker replaced the owner's SLEEP marker (when
+ * `marked`) or the pool changed (gen moved): true; or until deadline_ns
+ * (absolute monotonic, negative: none): false. The re-check inside the
+ * loop, after reading wake_seq, is what makes the protocol lose no
+ * wake-up (Design notes).
  */
-static void
+static bool
 wait_for_change(struct pw_queue *pq, struct slot *me, unsigned gen,
-    bool marked)
+    bool marked, int64_t deadline_ns)
 {
 	for (;;) {
 		unsigned seq = __atomic_load_n(&me->wake_seq,
@@ -247,26 +273,65 @@ wait_for_change(struct pw_queue *pq, struct slot *me, unsigned gen,
 		 * the waker's seq_wake. */
 		if (marked && __atomic_load_n(&me->head, __ATOMIC_SEQ_CST) !=
 		    SLEEP)
-			return;
+			return true;
 		if (__atomic_load_n(&pq->gen, __ATOMIC_SEQ_CST) != gen)
-			return;
-		seq_wait(me, seq);
+			return true;
+		if (deadline_ns >= 0 && tpe__now_ns() >= deadline_ns)
+			return false;
+		seq_wait(me, seq, deadline_ns);
 	}
 }
 
-/* ---- busy flag and tpe_wait_idle -------------------------------------- */
+/* ---- awake flag, tpe_wait_idle, watchers ----------------------------- */
 
+/* Wakes one sleeping worker other than `me` (NULL: any), taking its
+ * marker away so that a push onto its stack does not wake it again. */
+static void
+wake_one(struct pw_queue *pq, const struct slot *me)
+{
+	size_t i;
+
+	for (i = 0; i < pq->n; i++) {
+		struct slot *s = &pq->slots[i];
+		struct tpe__task *expect = SLEEP;
+
+		if (s != me &&
+		    __atomic_load_n(&s->head, __ATOMIC_RELAXED) == SLEEP &&
+		    __atomic_compare_exchange_n(&s->head, &expect, NULL,
+		    false, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
+			seq_wake(s);
+			return;
+		}
+	}
+}
+
+/*
+ * The worker is awake (after its start or a sleep). When every other
+ * sleeper sleeps without a timeout, one is woken, to sleep again as the
+ * watcher while this one is awake. Dekker with a worker going into a deep
+ * sleep (sleep_until_work): busy, then `deep`, seq_cst both.
+ */
+static void
+set_awake(struct pw_queue *pq, struct slot *me)
+{
+	__atomic_store_n(&me->busy, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&pq->deep, __ATOMIC_SEQ_CST) > 0 &&
+	    __atomic_load_n(&pq->watchers, __ATOMIC_SEQ_CST) == 0)
+		wake_one(pq, me);
+}
+
+/* Before a thief's CAS, which is a release: a waiter that reads the head
+ * it wrote sees the thief awake (Design notes). */
 static void
 set_busy(struct slot *me)
 {
-	/* seq_cst, before the exchange or CAS that takes tasks: pairs with
-	 * a waiter's look at heads and then busy flags (Design notes). */
 	if (__atomic_load_n(&me->busy, __ATOMIC_RELAXED) == 0)
-		__atomic_store_n(&me->busy, 1, __ATOMIC_SEQ_CST);
+		__atomic_store_n(&me->busy, 1, __ATOMIC_RELAXED);
 }
 
+/* The worker holds no task and goes to sleep (or waits out a pause). */
 static void
-set_idle(struct pw_queue *pq, struct slot *me)
+set_asleep(struct pw_queue *pq, struct slot *me)
 {
 	tpe_t *pool = pq->pool;
 
@@ -282,11 +347,25 @@ set_idle(struct pw_queue *pq, struct slot *me)
 	}
 }
 
+/* Whether a worker other than `me` is awake; seq_cst loads (the Dekker
+ * pair of set_awake). */
+static bool
+other_awake(const struct pw_queue *pq, const struct slot *me)
+{
+	size_t i;
+
+	for (i = 0; i < pq->n; i++)
+		if (&pq->slots[i] != me &&
+		    __atomic_load_n(&pq->slots[i].busy, __ATOMIC_SEQ_CST))
+			return true;
+	return false;
+}
+
 /* ---- push, take, steal ------------------------------------------------ */
 
 /* The slot for this thread's next push: a thread-local round robin. */
-static struct slot *
-next_slot(struct pw_queue *pq)
+static size_t
+next_index(struct pw_queue *pq)
 {
 	static __thread size_t rr;
 	static __thread bool seeded;
@@ -298,7 +377,34 @@ next_slot(struct pw_queue *pq)
 		seeded = true;
 	}
 	i = rr++;
-	return &pq->slots[i < pq->n ? i : i % pq->n];
+	return i < pq->n ? i : i % pq->n;
+}
+
+/*
+ * Where this push goes: the round robin's slot, unless its worker sleeps
+ * and one of the next few slots has an empty stack (its worker awake and
+ * keeping up): then that one, so that a pool with more workers than its
+ * load needs leaves the others asleep instead of waking one for every
+ * other task. Relaxed loads: a hint; the push's CAS decides.
+ */
+static struct slot *
+pick_slot(struct pw_queue *pq)
+{
+	size_t i = next_index(pq), k;
+	struct slot *s = &pq->slots[i];
+
+	if (__atomic_load_n(&s->head, __ATOMIC_RELAXED) != SLEEP)
+		return s;
+	for (k = 1; k < pq->n && k <= PICK_TRIES; k++) {
+		struct slot *o = &pq->slots[(i + k) % pq->n];
+
+		struct tpe__task *h = __atomic_load_n(&o->head,
+		    __ATOMIC_RELAXED);
+
+		if (h != SLEEP && h != CLOSED)
+			return o;
+	}
+	return s;
 }
 
 /*
@@ -315,42 +421,11 @@ push(struct slot *s, struct tpe__task *t)
 			return CLOSED;
 		t->next = old == SLEEP ? NULL : old;
 		/* seq_cst: release for the node's fields (pairs with the
-		 * owner's exchange and the thief's CAS); and it orders the
-		 * pusher's loads after it (the Dekker pairs above). */
+		 * owner's exchange and the thief's CAS), and the sleep
+		 * protocol's order of the marker before wake_seq. */
 	} while (!__atomic_compare_exchange_n(&s->head, &old, t, true,
 	    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED));
 	return old;
-}
-
-/* Wakes the owner of s: the caller has taken its SLEEP marker away. */
-static void
-wake_owner(struct slot *s)
-{
-	seq_wake(s);
-}
-
-/* A push made a busy owner's stack non-empty: wakes one sleeping worker
- * to steal it (Design notes). */
-static void
-wake_a_sleeper(struct pw_queue *pq)
-{
-	size_t i;
-
-	for (i = 0; i < pq->n; i++) {
-		struct slot *s = &pq->slots[i];
-		struct tpe__task *expect = SLEEP;
-
-		/* Taking the marker away decides who wakes it: a push onto
-		 * that stack now finds NULL and wakes nobody. */
-		if (__atomic_load_n(&s->head, __ATOMIC_RELAXED) == SLEEP &&
-		    __atomic_compare_exchange_n(&s->head, &expect, NULL,
-		    false, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
-			wake_owner(s);
-			return;
-		}
-	}
-	/* None marked: every counted sleeper is on its way back and looks
-	 * at the stacks after it uncounts itself. */
 }
 
 static int
@@ -368,7 +443,7 @@ pw_submit(struct tpe__queue *q, tpe_fn fn, void *arg, struct tpe_future *f)
 		return ENOMEM;
 	/* Counted before any worker can take it (the statistics). */
 	tpe__pool_count_submitted(pool, 1);
-	s = next_slot(pq);
+	s = pick_slot(pq);
 	old = push(s, t);
 	if (old == CLOSED) {
 		/* The owner left: the pool is shut down. */
@@ -376,39 +451,33 @@ pw_submit(struct tpe__queue *q, tpe_fn fn, void *arg, struct tpe_future *f)
 		tpe__task_free(pool, t);
 		return ECANCELED;
 	}
-	if (old == SLEEP) {
-		wake_owner(s);
-	} else if (old == NULL &&
-	    __atomic_load_n(&s->busy, __ATOMIC_SEQ_CST) != 0 &&
-	    __atomic_load_n(&pq->sleepers, __ATOMIC_SEQ_CST) > 0) {
-		/* After the push (seq_cst loads): the Dekker pair with a
-		 * worker going to sleep (Design notes). */
-		wake_a_sleeper(pq);
-	}
+	if (old == SLEEP)
+		seq_wake(s); /* the marker is gone: wake its owner */
 	return 0;
 }
 
 /* The owner takes its whole stack; NULL when it is empty. */
 static struct tpe__task *
-take_own(struct pw_queue *pq, struct slot *me)
+take_own(struct slot *me)
 {
 	struct tpe__task *h = __atomic_load_n(&me->head, __ATOMIC_RELAXED);
 
-	if (!is_task(h)) {
-		set_idle(pq, me);
+	if (!is_task(h))
 		return NULL;
-	}
-	set_busy(me);
 	/* seq_cst (acquire): pairs with the push's CAS, for the nodes. No
 	 * marker can be here: only this thread sets them, and it is awake. */
 	h = __atomic_exchange_n(&me->head, NULL, __ATOMIC_SEQ_CST);
 	TPE__ASSERT(h == NULL || is_task(h));
-	if (h == NULL)
-		set_idle(pq, me); /* a thief was faster */
 	return h;
 }
 
-/* Takes the whole stack of a busy other worker, or returns NULL. */
+static struct tpe__task *reverse(struct tpe__task *h);
+
+/*
+ * Takes from an awake other worker the rest of the batch behind its
+ * running task (its oldest tasks), else its whole stack; NULL if none.
+ * Either comes back newest first, as a stack does (the caller reverses).
+ */
 static struct tpe__task *
 steal(struct pw_queue *pq, struct slot *me)
 {
@@ -416,13 +485,21 @@ steal(struct pw_queue *pq, struct slot *me)
 
 	for (k = 1; k < pq->n; k++) {
 		struct slot *v = &pq->slots[(i + k) % pq->n];
-		/* seq_cst: these loads are the sleeper's last look in the
-		 * Dekker pair with pw_submit. */
-		struct tpe__task *h = __atomic_load_n(&v->head,
-		    __ATOMIC_SEQ_CST);
+		struct tpe__task *h;
 
-		if (!is_task(h) ||
-		    __atomic_load_n(&v->busy, __ATOMIC_SEQ_CST) == 0)
+		if (__atomic_load_n(&v->busy, __ATOMIC_SEQ_CST) == 0)
+			continue;
+		if (__atomic_load_n(&v->rest, __ATOMIC_RELAXED) != NULL) {
+			set_busy(me);
+			/* Acquire: pairs with the owner's release store of
+			 * rest (run_batch), for the links. */
+			h = __atomic_exchange_n(&v->rest, NULL,
+			    __ATOMIC_SEQ_CST);
+			if (h != NULL)
+				return reverse(h);
+		}
+		h = __atomic_load_n(&v->head, __ATOMIC_SEQ_CST);
+		if (!is_task(h))
 			continue;
 		set_busy(me);
 		/* seq_cst (acquire): pairs with the pushes' CAS. */
@@ -430,7 +507,6 @@ steal(struct pw_queue *pq, struct slot *me)
 		    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
 			return h;
 	}
-	set_idle(pq, me);
 	return NULL;
 }
 
@@ -478,7 +554,7 @@ wait_while_paused(struct pw_queue *pq, struct slot *me)
 		if (!__atomic_load_n(&pq->paused, __ATOMIC_RELAXED) ||
 		    load_state(pq->pool) != TPE__RUNNING)
 			return;
-		wait_for_change(pq, me, gen, false);
+		wait_for_change(pq, me, gen, false, -1);
 	}
 }
 
@@ -500,6 +576,11 @@ run_batch(struct pw_queue *pq, struct slot *me, struct tpe__task *h)
 			return hand_back_all(pq, me, fifo);
 		}
 		fifo = t->next;
+		/* The rest, published while t runs, so that a long t does
+		 * not hold it back from idle workers (steal). Release pairs
+		 * with the thief's exchange. */
+		if (fifo != NULL)
+			__atomic_store_n(&me->rest, fifo, __ATOMIC_RELEASE);
 		count(&me->started);
 		if (!tpe__task_run_keep(pool, t))
 			return FORKED; /* touch nothing of the pool */
@@ -509,6 +590,10 @@ run_batch(struct pw_queue *pq, struct slot *me, struct tpe__task *h)
 			last = t;
 		done = t;
 		n++;
+		/* Back, unless a thief took it (NULL). */
+		if (fifo != NULL)
+			fifo = __atomic_exchange_n(&me->rest, NULL,
+			    __ATOMIC_SEQ_CST);
 	}
 	if (done != NULL)
 		tpe__task_end_chain(pool, done, last, n);
@@ -516,41 +601,55 @@ run_batch(struct pw_queue *pq, struct slot *me, struct tpe__task *h)
 }
 
 /*
- * Spins while idle: returns a stolen stack, or NULL when the own stack
- * has tasks, the pool changed, or the budget ran out.
+ * Spins while idle, when no other worker does: returns a stolen stack,
+ * or NULL when the own stack has tasks, the pool changed, or the budget
+ * ran out (or another worker spins, or spinning cannot pay).
  */
 static struct tpe__task *
 spin(struct pw_queue *pq, struct slot *me, unsigned gen)
 {
-	int64_t end;
+	int64_t end = 0;
+	struct tpe__task *h = NULL;
 	unsigned i;
+	int free_ = 0;
 
-	if (!tpe__can_spin() || tpe__per_worker_spin_ns <= 0)
+	if (!tpe__can_spin() || tpe__per_worker_spin_ns <= 0 ||
+	    other_awake(pq, me))
 		return NULL;
-	end = tpe__now_ns() + tpe__per_worker_spin_ns;
+	/* One spinner at a time: two would take the CPU the submitters
+	 * need (two cores, tiny tasks), and one finds what there is. */
+	if (!__atomic_compare_exchange_n(&pq->spinner, &free_, 1, false,
+	    __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+		return NULL;
 	for (i = 1;; i++) {
 		/* Relaxed: a hint; take_own's exchange orders the nodes. */
 		if (is_task(__atomic_load_n(&me->head, __ATOMIC_RELAXED)))
-			return NULL;
+			break;
 		if (i % SPIN_CHECK == 0) {
-			struct tpe__task *h;
-
 			if (__atomic_load_n(&pq->gen, __ATOMIC_RELAXED) != gen)
-				return NULL;
+				break;
 			if (pq->n > 1 && (h = steal(pq, me)) != NULL)
-				return h;
-			if (tpe__now_ns() >= end)
-				return NULL;
+				break;
+			/* The clock only after a first round: most spins
+			 * end within it. */
+			if (end == 0)
+				end = tpe__now_ns() + tpe__per_worker_spin_ns;
+			else if (tpe__now_ns() >= end)
+				break;
 			sched_yield(); /* a submitter may share this CPU */
 		} else {
 			tpe__cpu_relax();
 		}
 	}
+	__atomic_store_n(&pq->spinner, 0, __ATOMIC_RELEASE);
+	return h;
 }
 
 /*
- * Sleeps through the protocol of the Design notes; returns a stack found
- * by the last look before sleeping, or NULL to look again.
+ * Sleeps through the protocol of the Design notes: without a timeout when
+ * no other worker is awake, else as a watcher that looks every WATCH_NS
+ * for a worker stuck in one task with tasks behind it and steals them.
+ * Returns a stolen stack, or NULL to look again; the worker is awake.
  */
 static struct tpe__task *
 sleep_until_work(struct pw_queue *pq, struct slot *me, unsigned gen)
@@ -561,18 +660,38 @@ sleep_until_work(struct pw_queue *pq, struct slot *me, unsigned gen)
 	if (!__atomic_compare_exchange_n(&me->head, &expect, SLEEP, false,
 	    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
 		return NULL; /* a task came: take it */
-	/* Counted, then the last look (seq_cst both): the Dekker pair with
-	 * pw_submit's wake of a sleeper. */
-	__atomic_add_fetch(&pq->sleepers, 1, __ATOMIC_SEQ_CST);
-	if (pq->n > 1)
-		h = steal(pq, me);
-	if (h == NULL)
-		wait_for_change(pq, me, gen, true);
-	__atomic_sub_fetch(&pq->sleepers, 1, __ATOMIC_SEQ_CST);
+	set_asleep(pq, me);
+	for (;;) {
+		bool deep = false, woken;
+
+		if (!other_awake(pq, me)) {
+			/* Counted, then a second look (seq_cst both): the
+			 * Dekker pair with set_awake. */
+			__atomic_add_fetch(&pq->deep, 1, __ATOMIC_SEQ_CST);
+			deep = !other_awake(pq, me);
+			if (!deep)
+				__atomic_sub_fetch(&pq->deep, 1,
+				    __ATOMIC_SEQ_CST);
+		}
+		if (!deep)
+			__atomic_add_fetch(&pq->watchers, 1, __ATOMIC_SEQ_CST);
+		woken = wait_for_change(pq, me, gen, true,
+		    deep ? -1 : tpe__now_ns() + WATCH_NS);
+		__atomic_sub_fetch(deep ? &pq->deep : &pq->watchers, 1,
+		    __ATOMIC_SEQ_CST);
+		if (woken)
+			break;
+		/* A watcher's look: tasks waiting behind an awake worker
+		 * (stuck in a long task, or behind). The marker stays: a
+		 * push onto this stack still wakes it. */
+		if (pq->n > 1 && (h = steal(pq, me)) != NULL)
+			break;
+	}
 	/* Take the marker back if no push replaced it. */
 	expect = SLEEP;
 	__atomic_compare_exchange_n(&me->head, &expect, NULL, false,
 	    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED);
+	set_awake(pq, me);
 	return h;
 }
 
@@ -606,7 +725,10 @@ idle(struct pw_queue *pq, struct slot *me, struct tpe__task **hp)
 		    false, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED) ? LEAVE : GO_ON;
 	}
 	if (__atomic_load_n(&pq->paused, __ATOMIC_RELAXED)) {
+		/* Holding nothing: idle for tpe_wait_idle meanwhile. */
+		set_asleep(pq, me);
 		wait_while_paused(pq, me);
+		set_awake(pq, me);
 		return GO_ON;
 	}
 	h = spin(pq, me, gen);
@@ -630,18 +752,19 @@ pw_worker_loop(struct tpe__queue *q)
 	/* Fixed pool: exactly one worker per slot, never replaced. */
 	TPE__ASSERT(i < pq->n);
 	me = &pq->slots[i];
+	set_awake(pq, me);
 	for (;;) {
-		h = take_own(pq, me);
+		h = take_own(me);
 		st = h != NULL ? GO_ON : idle(pq, me, &h);
 		if (st == GO_ON && h != NULL)
 			st = run_batch(pq, me, h);
-		if (st == FORKED)
-			return false;
-		if (st == LEAVE) {
-			set_idle(pq, me);
-			return true;
-		}
+		if (st != GO_ON)
+			break;
 	}
+	if (st == FORKED)
+		return false;
+	set_asleep(pq, me);
+	return true;
 }
 
 /* ---- the queue operations --------------------------------------------- */
@@ -651,7 +774,8 @@ tpe__queue_per_worker_sleepers(const struct tpe__queue *q)
 {
 	const struct pw_queue *pq = (const struct pw_queue *)q;
 
-	return __atomic_load_n(&pq->sleepers, __ATOMIC_SEQ_CST);
+	return __atomic_load_n(&pq->deep, __ATOMIC_SEQ_CST) +
+	    __atomic_load_n(&pq->watchers, __ATOMIC_SEQ_CST);
 }
 
 static int
@@ -660,6 +784,10 @@ pw_attach(struct tpe__queue *q, tpe_t *pool)
 	struct pw_queue *pq = (struct pw_queue *)q;
 
 	pq->pool = pool;
+	/* Before any worker or submitter touches it (node.c): room for the
+	 * nodes in flight, so that the steady state neither mallocs nor
+	 * frees; at most RETURNS_MAX nodes (48 B each) stay cached. */
+	pool->returns.max = RETURNS_MAX;
 	return pool->attr.core == pq->n && pool->attr.max == pq->n ? 0 :
 	    EINVAL;
 }
