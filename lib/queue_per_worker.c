@@ -12,16 +12,20 @@
  * in a slot whose thread is missing.
  *
  * Submit (pw_submit, no lock, any thread): the node comes from the
- * thread's node cache (node.c: no malloc in the steady state); the task
- * is counted in pool->submitted, then pushed with one CAS onto the stack
- * of the slot the thread's round-robin counter names. The counter is
- * thread-local (no shared line), seeded per thread so that submitters
- * start at different slots. The first CAS guesses an empty stack, the
- * common case when the worker keeps up, so that one transfer of the
- * line suffices; a miss returns the real head, and the loop retries.
+ * thread's node cache (node.c: no malloc in the steady state; this kind
+ * lets the pool's return stack hold RETURNS_MAX nodes, so that workers do
+ * not free what submitters malloc'd); the task is counted in
+ * pool->submitted, then pushed with one CAS onto a slot's stack. The slot
+ * is the next of a thread-local round robin (no shared line, seeded per
+ * thread), unless that slot's worker sleeps and one of the next
+ * PICK_TRIES slots has an awake worker: then that one (pick_slot). So a
+ * pool with more workers than its load needs runs on the awake ones and
+ * does not pay a wake-up for every other task; a push lands on a
+ * sleeping worker's stack only to wake it. The first CAS guesses an empty
+ * stack, so that one transfer of the line suffices when workers keep up.
  *
  * The stack word `head` holds NULL (empty), a task (the newest), or one of
- * two markers that only its owner sets:
+ * two markers that only its owner sets (a waker may clear SLEEP):
  *   SLEEP   the owner is asleep, or about to be: a push that replaces it
  *           wakes the owner (the protocol below);
  *   CLOSED  the owner has left (shutdown): a push that finds it fails, and
@@ -30,26 +34,38 @@
  *           every stack and no task is stranded behind a worker that left.
  *
  * Take (owner): one exchange detaches the whole stack; the worker reverses
- * it (oldest first) and runs the batch, checking the pool's state between
- * tasks (shutdown-now hands the rest back through the discard callback;
- * pause waits). Nodes leave a stack only all at once (owner's exchange,
- * thief's CAS to NULL, drain), never singly, so there is no ABA problem:
- * a CAS that finds the same top takes whatever stack is there, and the
- * links under a top are never written while it is in a stack.
+ * it (oldest first) and runs the batch. While a task of the batch runs,
+ * the rest of the batch is published in `rest` (a release store) and taken
+ * back after it with one exchange, unless a thief took it. Between tasks
+ * the worker checks the pool: pause waits, shutdown-now hands the rest
+ * back through the discard callback. Nodes leave a stack or `rest` only
+ * all at once (an exchange, or a CAS of the whole top to NULL), never
+ * singly, so there is no ABA problem: a CAS that finds the same top takes
+ * whatever stack is there, and no link under a top is written while it
+ * is in a stack.
  *
- * Steal rule: an idle worker (its own stack empty) that sees another
- * worker busy (running a batch: the `busy` flag) with a non-empty stack
- * detaches that whole stack with one CAS and runs it, oldest first. It
- * looks while it spins (every SPIN_CHECK steps) and once more before it
- * sleeps; a sleeping worker is woken for it by a push that finds a busy
- * owner's stack empty while some worker sleeps (below). Only the stack is
- * stolen: the rest of a batch a worker has already detached waits for it.
+ * Awake, spinning, sleeping. A worker is awake (`busy`, seq_cst) from its
+ * start or wake-up until it goes to sleep, running or idle. An idle worker
+ * spins (SPIN_NS, looking at its stack and at others to steal) only when
+ * no other worker is awake and none spins (`spinner`); otherwise it goes
+ * to sleep at once: spinners take the CPU the submitters need, and one
+ * awake worker finds what there is. A sleeper sleeps without a timeout
+ * (`deep`) when no other worker is awake, else as a watcher (`watchers`)
+ * that wakes every WATCH_NS to steal. A worker that wakes up while every
+ * sleeper sleeps deep wakes one to be the watcher (set_awake; Dekker pair
+ * with the deep sleeper's second look at the busy flags, seq_cst both).
  *
- * Order: tasks that one thread submits to one slot are pushed in order
- * and each detach runs them oldest first, so they start in submission
- * order, unless a steal intervenes: a thief runs a newer part of the
- * stack while the owner may still hold older tasks. So the kind promises
- * no order (tpe_attr_set_queue(3)).
+ * Steal rule: an idle worker (spinning, or a watcher's look every
+ * WATCH_NS) takes from another awake worker first the rest of the batch
+ * behind its running task (its oldest tasks), else its whole stack, and
+ * runs it oldest first. So a worker stuck in a long task strands nothing:
+ * what it holds back and what is pushed onto its stack are taken within
+ * WATCH_NS by a watcher, at once by a spinner.
+ *
+ * Order: tasks that one thread submits to one slot are pushed in order and
+ * each detach runs them oldest first, but the slot a task goes to depends
+ * on who sleeps, and a thief runs part of a worker's tasks while the owner
+ * runs others. So the kind promises no order (tpe_attr_set_queue(3)).
  *
  * Sleep protocol (a marker in the stack word and a wake sequence; one RMW
  * per push, and a system call only when the owner really sleeps):
@@ -64,29 +80,21 @@
  * is older than the pusher's bump, so futex_wait returns at once or is
  * woken. The pool's changes (shutdown, pause, resume) bump `gen` after
  * their change and then every slot's wake_seq (pw_wake_all), and the owner
- * reads gen after its marker and before it sleeps: the same argument.
- * Removing the re-check (the head and gen tests inside the loop) loses
- * wake-ups: test_per_worker_no_lost_wakeup hangs without it.
- *
- * Waking a sleeper to steal: a push that made a busy owner's stack
- * non-empty (old == NULL) wakes one sleeping worker when `sleepers` > 0.
- * Dekker pair, seq_cst on both sides: the pusher pushes, then loads the
- * owner's busy flag and `sleepers`; a worker going to sleep counts itself
- * in `sleepers`, then looks at every other stack for one to steal. Either
- * the pusher sees the sleeper counted and wakes one, or the sleeper's look
- * sees the task. A push onto a non-empty stack wakes nobody: the push that
- * made it non-empty did. So a worker stuck in a long task strands nothing
- * behind it while another worker is idle.
+ * reads gen after its marker and before it sleeps: the same argument. A
+ * waker that wants a sleeper (set_awake) takes its marker away with a CAS
+ * and bumps its wake_seq: the same again. Removing the re-check (the head
+ * and gen tests inside the loop) loses wake-ups: test_per_worker's
+ * no_lost_wakeup fails without it.
  *
  * tpe_wait_idle: the pool is idle when every stack is empty and no worker
- * is busy. A worker sets busy (seq_cst) before it detaches anything and
- * clears it (seq_cst) only when its own stack is empty after a batch, then
- * loads pool->idle_waiters and, when a waiter exists, takes the pool lock
- * to wake it (tpe__pool_notify_idle_locked). The waiter counts itself in
- * idle_waiters (seq_cst) before it looks at the heads and then the busy
- * flags (pool.h): either it sees the worker busy, or the worker sees it.
- * Heads before busy flags: a detach that emptied a head came after its
- * worker set busy, so a waiter that sees the empty head sees busy.
+ * is awake. A worker clears busy (seq_cst) before it sleeps (or waits out a
+ * pause holding nothing), then loads pool->idle_waiters and, when a waiter
+ * exists, takes the pool lock to wake it (tpe__pool_notify_idle_locked).
+ * The waiter counts itself in idle_waiters (seq_cst) before it looks at
+ * the heads and then the busy flags (pool.h): either it sees the worker
+ * awake, or the worker sees it. A thief sets busy before its exchange or
+ * CAS (a release), so a waiter that reads the emptied word sees it busy.
+ * tpe_wait_idle so returns once the last worker has ended its spin.
  *
  * Statistics without a lock per task: each slot counts, written by its
  * owner only (release stores, read with acquire loads), the tasks it
@@ -143,16 +151,20 @@ int64_t tpe__per_worker_spin_ns = 50000;
 
 struct slot {
 	/* Pushed by submitters, taken by the owner: its own cache line. */
-	struct tpe__task *head;   /* A: the stack, NULL, SLEEP or CLOSED */
-	unsigned wake_seq;        /* A: bumped by whoever wakes the owner */
-	int busy;                 /* A, O: the owner holds or runs tasks */
+	struct tpe__task *head;   /* A: the stack, NULL, SLEEP or CLOSED;
+				   * pushes, the owner's exchange, thieves'
+				   * CAS, the drains' CAS (under L) */
+	unsigned wake_seq;        /* A: bumped by whoever wakes the owner;
+				   * the owner's futex word */
+	int busy;                 /* A: the owner is awake (O; a thief also
+				   * sets its own before it steals) */
 	/* Counters, written on every task by the owner alone: a line of
 	 * their own, so that they do not pull the stack's line back. */
-	uint64_t started __attribute__((aligned(TPE__CACHE_LINE)));
+	uint64_t started __attribute__((aligned(TPE__CACHE_LINE))); /* A, O */
 	struct tpe__task *rest;   /* A: the owner's batch behind its running
 				   * task, oldest first; taken by the owner
 				   * after the task, or by a thief */
-	uint64_t completed;       /* A, O */
+	uint64_t completed;       /* A, O: tasks it finished */
 	uint64_t dropped;         /* A, O: handed back at shutdown-now */
 #ifndef USE_FUTEX
 	struct tpe__mutex lock;   /* guards the wait on wake_seq */
@@ -161,14 +173,15 @@ struct slot {
 } __attribute__((aligned(TPE__CACHE_LINE)));
 
 struct pw_queue {
-	struct tpe__queue base;
+	struct tpe__queue base;   /* ops I; takers, sleepers unused (0) */
 	tpe_t *pool;              /* I: set by attach */
 	size_t n;                 /* I: slots, = workers */
 	struct slot *slots;       /* I: n of them */
 	uint64_t removed;         /* L: taken out by remove_if */
 	/* Written by workers going to sleep and by the pool's changes,
 	 * read by pushes and spinners: a line of their own. */
-	size_t next_slot __attribute__((aligned(TPE__CACHE_LINE))); /* A */
+	/* A: the next starting worker's slot */
+	size_t next_slot __attribute__((aligned(TPE__CACHE_LINE)));
 	unsigned gen;             /* A: bumped after each change of the pool */
 	int paused;               /* A: pool->paused, copied under L */
 	int spinner;              /* A: 1 while a worker spins (one at most) */
@@ -376,16 +389,19 @@ next_index(struct pw_queue *pq)
 		rr = (size_t)((uintptr_t)&rr >> 6);
 		seeded = true;
 	}
-	i = rr++;
-	return i < pq->n ? i : i % pq->n;
+	/* Kept below n: a division only when it is not (another pool). */
+	i = rr < pq->n ? rr : rr % pq->n;
+	rr = i + 1;
+	return i;
 }
 
 /*
  * Where this push goes: the round robin's slot, unless its worker sleeps
- * and one of the next few slots has an empty stack (its worker awake and
- * keeping up): then that one, so that a pool with more workers than its
- * load needs leaves the others asleep instead of waking one for every
- * other task. Relaxed loads: a hint; the push's CAS decides.
+ * and one of the next PICK_TRIES slots has an awake worker: then that one,
+ * so that a pool with more workers than its load needs leaves the others
+ * asleep (watchers take what an awake worker falls behind on) instead of
+ * waking one for every other task. Relaxed loads: a hint; the push's CAS
+ * decides, and wakes the owner if it replaced a marker after all.
  */
 static struct slot *
 pick_slot(struct pw_queue *pq)
@@ -397,7 +413,6 @@ pick_slot(struct pw_queue *pq)
 		return s;
 	for (k = 1; k < pq->n && k <= PICK_TRIES; k++) {
 		struct slot *o = &pq->slots[(i + k) % pq->n];
-
 		struct tpe__task *h = __atomic_load_n(&o->head,
 		    __ATOMIC_RELAXED);
 
