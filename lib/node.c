@@ -7,9 +7,10 @@
  * Design notes
  * ------------
  * Nodes are plain malloc'd struct tpe__task blocks, interchangeable between
- * pools. A worker that finished a task pushes its node onto the pool's
- * return stack (a Treiber stack, CAS, any number of workers at once) unless
- * the stack already holds about RETURN_MAX nodes, when it frees it. A
+ * pools. A worker that finished a task pushes its node (or a batch's
+ * nodes at once, tpe__node_put_chain) onto the pool's return stack (a
+ * Treiber stack, CAS, any number of workers at once) unless the stack
+ * already holds about RETURN_MAX nodes, when it frees them. A
  * submitting thread takes nodes from its own cache (thread-local, no
  * atomics); when that is empty it takes the pool's whole return stack with
  * one exchange into its cache, and only when that was empty too it calls

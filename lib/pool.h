@@ -24,6 +24,12 @@
  * queue (worker.c, may_leave_locked), and bumps q->sleepers before its
  * last look before sleeping.
  *
+ * A queue kind that runs its own workers (queue.h; the per-worker stacks)
+ * takes the whole of tpe_execute's dispatch (its submit op, no lock) and
+ * its workers' lives; the pool starts them all in tpe_create, and wakes
+ * them through the kind (wake_all) when state, paused or configuration
+ * change.
+ *
  * Lifecycle (state, monotonic): RUNNING -> SHUTDOWN -> TIDYING -> TERMINATED,
  * RUNNING|SHUTDOWN -> STOP -> TIDYING. TIDYING is entered by exactly one
  * thread (tpe__pool_try_terminate_locked returned true), which runs the

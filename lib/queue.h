@@ -41,6 +41,15 @@
  * no awake taker will take (the cascade, worker.c). At most one taker
  * spins at a time.
  *
+ * A kind may also run its own workers (the per-worker stacks,
+ * queue_per_worker.c): then it takes tasks without the lock through its
+ * own submit, its workers run its worker_loop instead of get_task and
+ * never wait on the pool's condition variable, and the pool's waits and
+ * counts ask it (busy, counts, wake_all): the optional ops at the end of
+ * struct tpe__queue_ops. The pool's locked paths (offer, poll, the
+ * condition variable, q->takers) are then unused, except remove_if for
+ * the drains of shutdown-now and fork.
+ *
  * Invariants:
  *   - offer() either takes ownership of the node and returns 0, or returns
  *     EAGAIN and leaves ownership with the caller; offer_lockfree() always

@@ -22,6 +22,11 @@
  * covered by the order of the exit itself: wc first, then a last look at
  * the queue (may_leave_locked).
  *
+ * A queue kind that runs its own workers (queue.h, worker_loop) replaces
+ * the run loop and get_task (queue_loop_locked): its workers never wait on
+ * work_cond and never leave before shutdown; this file still creates,
+ * counts, names, hooks and joins them.
+ *
  * Keep-alive: the deadline is fixed when the worker starts waiting and
  * survives spurious wake-ups; a configuration change (config_gen) re-times
  * it. wc is decremented by the exiting worker under the lock, so two

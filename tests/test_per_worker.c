@@ -7,6 +7,7 @@
  * workers' idle spin to 0 (tpe__per_worker_spin_ns) so that an idle worker
  * sleeps at once and every submission races with a worker going to sleep,
  * and read how many workers sleep (tpe__queue_per_worker_sleepers).
+ * TPE_TEST_FILTER=<case> runs one case (the mutant check).
  *
  * The exactly-once stress runs 4 submitters x TPE_PW_STRESS_TASKS tasks
  * (default 2 x 10^5 each in make check; make check-stress runs 10^6).
@@ -248,12 +249,13 @@ latch_fn(void *arg)
 }
 
 /*
- * One worker held by a long task; tasks submitted after it go to both
- * stacks (round robin), half of them behind the held worker: the other
- * worker steals them, so they all run while the long task still holds.
- * `one_by_one` waits for each before the next, so that the idle worker is
- * asleep whenever a task lands behind the held one (with no spin): the
- * push must wake it to steal.
+ * One worker held by a long task; tasks submitted after it land on both
+ * stacks or, while the other worker sleeps, on the held worker's (pushes
+ * pass a sleeper over for an awake worker): the other worker steals what
+ * lands behind the held one, so they all run while the long task still
+ * holds. `one_by_one` waits for each before the next, with no spin, so
+ * that the idle worker is asleep whenever a task lands behind the held
+ * one: it must wake as the watcher and steal.
  */
 static void
 steal_case(bool one_by_one)
@@ -298,7 +300,7 @@ test_per_worker_steals_from_held_worker(void **state)
 }
 
 static void
-test_per_worker_sleeper_woken_to_steal(void **state)
+test_per_worker_watcher_steals_one_by_one(void **state)
 {
 	(void)state;
 	steal_case(true);
@@ -638,7 +640,7 @@ main(void)
 		    reset_spin),
 		cmocka_unit_test_setup(test_per_worker_steals_from_held_worker,
 		    reset_spin),
-		cmocka_unit_test_setup(test_per_worker_sleeper_woken_to_steal,
+		cmocka_unit_test_setup(test_per_worker_watcher_steals_one_by_one,
 		    reset_spin),
 		cmocka_unit_test_setup(test_per_worker_futures_and_hooks,
 		    reset_spin),
