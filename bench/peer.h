@@ -85,6 +85,7 @@ struct peer {
 extern const struct peer tpe_bench_peer_handrolled;
 extern const struct peer tpe_bench_peer_libtpe;
 extern const struct peer tpe_bench_peer_libtpe_scale;
+extern const struct peer tpe_bench_peer_libtpe_pw;
 extern const struct peer tpe_bench_peer_glib;
 extern const struct peer tpe_bench_peer_thpool;
 extern const struct peer tpe_bench_peer_uv;

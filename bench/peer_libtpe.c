@@ -12,6 +12,9 @@
  *   For the sizing scenarios (burst) the same peer builds a core..max pool
  *   with a bounded queue, queue-first; "libtpe-scale" is that pool with
  *   TPE_POLICY_SCALE_FIRST and takes part only in those scenarios.
+ *
+ *   "libtpe-pw" is the small-task pool: TPE_QUEUE_PER_WORKER, a fixed pool
+ *   of nthreads workers (started by tpe_create), a stack per worker.
  */
 #include <errno.h>
 
@@ -19,8 +22,9 @@
 
 #include "peer.h"
 
+/* A fixed pool of nthreads workers with the given queue kind. */
 static int
-tp_create(void **out, int nthreads)
+fixed(void **out, int nthreads, enum tpe_queue_kind kind)
 {
 	tpe_attr_t *attr;
 	tpe_t *pool;
@@ -30,6 +34,8 @@ tp_create(void **out, int nthreads)
 	if (rc != 0)
 		return rc;
 	rc = tpe_attr_set_pool_size(attr, (size_t)nthreads, (size_t)nthreads);
+	if (rc == 0)
+		rc = tpe_attr_set_queue(attr, kind, 0);
 	if (rc == 0)
 		rc = tpe_create(&pool, attr);
 	tpe_attr_destroy(attr);
@@ -42,6 +48,18 @@ tp_create(void **out, int nthreads)
 	}
 	*out = pool;
 	return 0;
+}
+
+static int
+tp_create(void **out, int nthreads)
+{
+	return fixed(out, nthreads, TPE_QUEUE_UNBOUNDED);
+}
+
+static int
+tp_create_per_worker(void **out, int nthreads)
+{
+	return fixed(out, nthreads, TPE_QUEUE_PER_WORKER);
 }
 
 static int
@@ -125,4 +143,15 @@ const struct peer tpe_bench_peer_libtpe_scale = {
 	.wait_all = tp_wait_all,
 	.destroy = tp_destroy,
 	.create_sized = tp_create_scale_first,
+};
+
+const struct peer tpe_bench_peer_libtpe_pw = {
+	.name = "libtpe-pw",
+	.what = "tpe_execute, TPE_QUEUE_PER_WORKER: fixed pool, a stack per "
+	    "worker",
+	.create = tp_create_per_worker,
+	.submit = tp_submit,
+	.submitter_done = NULL,
+	.wait_all = tp_wait_all,
+	.destroy = tp_destroy,
 };

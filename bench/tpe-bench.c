@@ -55,6 +55,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -93,6 +94,7 @@ struct params {
 	long handoff_tasks;    /* tasks per handoff run */
 	int handoff_reserved;  /* reserved threads of the handoff pool */
 	int workers;           /* workers of every other scenario */
+	long idle_ns;          /* how long the idle scenario measures */
 	int timeout_s;         /* a child that takes longer is killed */
 	const char *java;      /* the java launcher, or NULL */
 	const char *java_dir;  /* where TpeBench.class is */
@@ -705,6 +707,62 @@ describe_mem_thread(const struct scenario *sc, char *buf, size_t len)
 	    P.mem_threads, P.mem_threads);
 }
 
+/* -- idle: the CPU time of a pool with no work -- */
+
+static int64_t
+cpu_ns(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru) != 0)
+		return 0;
+	return ((int64_t)ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) *
+	    1000000000 + ((int64_t)ru.ru_utime.tv_usec +
+	    ru.ru_stime.tv_usec) * 1000;
+}
+
+/*
+ * A warmed-up pool left alone: the process's CPU time (getrusage, user +
+ * system) over P.idle_ns, while the measuring thread sleeps, so the
+ * figure is the pool's. It starts 100 ms after the warm-up, once any
+ * spin-before-sleep a pool does has ended.
+ */
+static int
+sc_idle(const struct scenario *sc, const struct peer *p, void **poolp,
+    struct run_out *o, char *err, size_t errlen)
+{
+	int64_t c0, c1, t0, t1;
+	int rc;
+
+	(void)sc;
+	rc = p->create(poolp, P.workers);
+	if (rc != 0) {
+		errf(err, errlen, "create", rc);
+		return rc;
+	}
+	rc = warm_up(p, *poolp, 10000, err, errlen);
+	if (rc != 0)
+		return rc;
+	sleep_ns(100000000);
+	t0 = now_ns();
+	c0 = cpu_ns();
+	sleep_ns(P.idle_ns);
+	c1 = cpu_ns();
+	t1 = now_ns();
+	o->v[0] = 100.0 * (double)(c1 - c0) / (double)(t1 - t0);
+	o->v[1] = (double)(c1 - c0) / 1e6;
+	return 0;
+}
+
+static void
+describe_idle(const struct scenario *sc, char *buf, size_t len)
+{
+	(void)sc;
+	snprintf(buf, len, "CPU time (getrusage, user + system) of a pool of "
+	    "%d workers with no work, over %.1f s after a warm-up; 100%% is "
+	    "one core", P.workers, P.idle_ns / 1e9);
+}
+
 /* -- burst: blocking tasks arriving at once at a core..max pool -- */
 
 static void
@@ -957,6 +1015,9 @@ static const struct scenario scenarios[] = {
 	{ "memory-thread", "memory", sc_mem_thread, 0, 2,
 	    { { "heap B/thread", "B", false }, { "RSS B/thread", "B", false } },
 	    0, NULL, describe_mem_thread, false, false, NULL, NULL },
+	{ "idle", "idle", sc_idle, 0, 2,
+	    { { "CPU %", "%", false }, { "CPU ms", "ms", false } },
+	    0, NULL, describe_idle, false, false, NULL, NULL },
 	{ "burst", "burst", sc_burst, 0, 2,
 	    { { "makespan ms", "ms", false }, { "x ideal", "x", false } },
 	    0, NULL, describe_burst, true, false, NULL, NULL },
@@ -985,6 +1046,7 @@ static struct peer_entry peers[] = {
 	{ "tpe-pc", &tpe_bench_peer_strategy_pc, NULL, NULL, NULL },
 	{ "tpe-pec", &tpe_bench_peer_strategy_pec, NULL, NULL, NULL },
 	{ "tpe-epc", &tpe_bench_peer_strategy_epc, NULL, NULL, NULL },
+	{ "libtpe-pw", &tpe_bench_peer_libtpe_pw, NULL, NULL, NULL },
 #else
 	{ "libtpe", NULL, NULL, NULL, "built with TPE_BENCH_NO_LIBTPE" },
 #endif
@@ -1494,7 +1556,7 @@ print_machine(void)
 	    P.quick ? " (--quick: counts / 100)" : "");
 }
 
-/* ---- the targets of issue 4 ---------------------------------------- */
+/* ---- the targets of issues 4, 3 and 10 ------------------------------ */
 
 static struct summary results[NSCENARIOS][NPEERS];
 
@@ -1512,15 +1574,31 @@ result(const char *scenario, const char *peer)
 	return NULL;
 }
 
-/* libtpe's metric k of scenario sc against peer's: ratio, or -1. */
+/* peer a's metric k of scenario sc against peer b's: ratio, or -1. */
 static double
-ratio(const char *sc, const char *peer, int k)
+ratio_of(const char *sc, const char *pa, const char *pb, int k)
 {
-	const struct summary *a = result(sc, "libtpe"), *b = result(sc, peer);
+	const struct summary *a = result(sc, pa), *b = result(sc, pb);
 
 	if (a == NULL || b == NULL || b->med[k] == 0)
 		return -1;
 	return a->med[k] / b->med[k];
+}
+
+/* libtpe's metric k of scenario sc against peer's: ratio, or -1. */
+static double
+ratio(const char *sc, const char *peer, int k)
+{
+	return ratio_of(sc, "libtpe", peer, k);
+}
+
+/* A median, or -1 when not measured. */
+static double
+median(const char *sc, const char *peer, int k)
+{
+	const struct summary *a = result(sc, peer);
+
+	return a != NULL ? a->med[k] : -1;
 }
 
 static void
@@ -1532,6 +1610,34 @@ target(const char *what, double v, bool met_if_ge, double bound,
 	else
 		out("  %-44s %.2f%s  %s\n", what, v, unit,
 		    (met_if_ge ? v >= bound : v <= bound) ? "met" : "NOT met");
+}
+
+/*
+ * Issue 10's targets for the per-worker pool: tiny-1 at least Java's
+ * ForkJoinPool and 6x GLib, within 1.5x of the near-limit reference's
+ * ns/task, an idle pool at ~0 CPU, at most 64 heap bytes per queued task.
+ */
+static void
+per_worker_targets(void)
+{
+	if (result("tiny-1", "libtpe-pw") == NULL &&
+	    result("idle", "libtpe-pw") == NULL &&
+	    result("memory-task", "libtpe-pw") == NULL)
+		return;
+	out("\ntargets (libtpe-pw, the per-worker pool, this machine):\n");
+	target("tiny-1 tasks/s >= java-fjp", ratio_of("tiny-1", "libtpe-pw",
+	    "java-fjp", 1), true, 1, "x");
+	target("tiny-1 tasks/s >= 6x glib", ratio_of("tiny-1", "libtpe-pw",
+	    "glib", 1), true, 6, "x");
+	target("tiny-1 ns/task <= 1.5x ref", ratio_of("tiny-1", "libtpe-pw",
+	    "ref", 0), false, 1.5, "x");
+	if (ratio_of("tiny-2", "libtpe-pw", "java-fjp", 1) >= 0)
+		out("  %-44s %.2fx  (no target)\n", "tiny-2 tasks/s / java-fjp",
+		    ratio_of("tiny-2", "libtpe-pw", "java-fjp", 1));
+	target("idle CPU <= 1% of a core", median("idle", "libtpe-pw", 0),
+	    false, 1, "%");
+	target("memory <= 64 heap bytes per queued task",
+	    median("memory-task", "libtpe-pw", 0), false, 64, " B");
 }
 
 /*
@@ -1590,7 +1696,7 @@ handoff_targets(void)
 }
 
 static void
-print_targets(void)
+libtpe_targets(void)
 {
 	const struct summary *m = result("memory-task", "libtpe");
 
@@ -1614,6 +1720,13 @@ print_targets(void)
 	    m != NULL ? m->med[0] : -1, false, 64, " B");
 	burst_targets();
 	handoff_targets();
+}
+
+static void
+print_targets(void)
+{
+	libtpe_targets();
+	per_worker_targets();
 }
 
 /* ---- main ----------------------------------------------------------- */
@@ -1835,6 +1948,7 @@ main(int argc, char **argv)
 	P.handoff_tasks = P.quick ? 2000 : 200000;
 	P.handoff_reserved = 1;
 	P.lat_gap_ns = 50000;
+	P.idle_ns = P.quick ? 300000000 : 3000000000;
 	P.mem_tasks = P.quick ? 10000 : 1000000;
 	P.mem_threads = 16;
 	if (tasks_opt)

@@ -80,7 +80,9 @@ typedef void (*tpe_pool_hook_fn)(tpe_t *pool, void *ctx);
 enum tpe_queue_kind {
 	TPE_QUEUE_UNBOUNDED = 0, /* linked FIFO, no bound; capacity must be 0 */
 	TPE_QUEUE_BOUNDED = 1,   /* array FIFO; capacity > 0 */
-	TPE_QUEUE_HANDOFF = 2    /* synchronous hand-off; capacity must be 0 */
+	TPE_QUEUE_HANDOFF = 2,   /* synchronous hand-off; capacity must be 0 */
+	TPE_QUEUE_PER_WORKER = 3 /* a stack per worker for many tiny tasks;
+				  * fixed pool (core == max); capacity 0 */
 };
 
 enum tpe_policy {

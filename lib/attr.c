@@ -30,6 +30,7 @@ queue_valid(enum tpe_queue_kind kind, size_t capacity)
 	switch (kind) {
 	case TPE_QUEUE_UNBOUNDED:
 	case TPE_QUEUE_HANDOFF:
+	case TPE_QUEUE_PER_WORKER:
 		return capacity == 0;
 	case TPE_QUEUE_BOUNDED:
 		return capacity > 0;
@@ -37,10 +38,22 @@ queue_valid(enum tpe_queue_kind kind, size_t capacity)
 	return 0;
 }
 
+/*
+ * The per-worker queue's fixed pool (tpe_attr_set_queue(3)): core == max,
+ * no core timeout, the queue-first policy. Other kinds: anything.
+ */
+static bool
+fixed_pool_ok(const struct tpe_attr *a)
+{
+	return a->queue_kind != TPE_QUEUE_PER_WORKER ||
+	    (a->core == a->max && !a->allow_core_timeout &&
+	    a->policy == TPE_POLICY_QUEUE_FIRST);
+}
+
 int
 tpe__attr_validate(const struct tpe_attr *a)
 {
-	if (a->max == 0 || a->core > a->max)
+	if (a->max == 0 || a->core > a->max || !fixed_pool_ok(a))
 		return EINVAL;
 	if (a->keep_alive_ns < 0 ||
 	    (a->keep_alive_ns == 0 && a->allow_core_timeout))
@@ -79,10 +92,16 @@ tpe_attr_destroy(tpe_attr_t *attr)
 int
 tpe_attr_set_pool_size(tpe_attr_t *attr, size_t core, size_t max)
 {
+	struct tpe_attr c;
+
 	if (attr == NULL || max == 0 || core > max)
 		return EINVAL;
-	attr->core = core;
-	attr->max = max;
+	c = *attr;
+	c.core = core;
+	c.max = max;
+	if (!fixed_pool_ok(&c))
+		return EINVAL;
+	*attr = c;
 	return 0;
 }
 
@@ -99,7 +118,8 @@ tpe_attr_set_keep_alive(tpe_attr_t *attr, int64_t keep_alive_ns)
 int
 tpe_attr_set_allow_core_timeout(tpe_attr_t *attr, bool allow)
 {
-	if (attr == NULL || (allow && attr->keep_alive_ns == 0))
+	if (attr == NULL || (allow && attr->keep_alive_ns == 0) ||
+	    (allow && attr->queue_kind == TPE_QUEUE_PER_WORKER))
 		return EINVAL;
 	attr->allow_core_timeout = allow;
 	return 0;
@@ -108,10 +128,16 @@ tpe_attr_set_allow_core_timeout(tpe_attr_t *attr, bool allow)
 int
 tpe_attr_set_queue(tpe_attr_t *attr, enum tpe_queue_kind kind, size_t capacity)
 {
+	struct tpe_attr c;
+
 	if (attr == NULL || !queue_valid(kind, capacity))
 		return EINVAL;
-	attr->queue_kind = kind;
-	attr->queue_capacity = capacity;
+	c = *attr;
+	c.queue_kind = kind;
+	c.queue_capacity = capacity;
+	if (!fixed_pool_ok(&c))
+		return EINVAL;
+	*attr = c;
 	return 0;
 }
 
@@ -119,7 +145,9 @@ int
 tpe_attr_set_policy(tpe_attr_t *attr, enum tpe_policy policy)
 {
 	if (attr == NULL || (policy != TPE_POLICY_QUEUE_FIRST &&
-	    policy != TPE_POLICY_SCALE_FIRST))
+	    policy != TPE_POLICY_SCALE_FIRST) ||
+	    (policy != TPE_POLICY_QUEUE_FIRST &&
+	    attr->queue_kind == TPE_QUEUE_PER_WORKER))
 		return EINVAL;
 	attr->policy = policy;
 	return 0;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* cpu.c - how many processors this process may run on (cpu.h). */
+/* cpu.c - how many processors this process may run on, spinning (cpu.h). */
 #include "config.h"
 
 #include <sched.h>
@@ -21,4 +21,17 @@ tpe__cpu_count(void)
 #endif
 	n = sysconf(_SC_NPROCESSORS_ONLN);
 	return n > 0 ? (size_t)n : 1;
+}
+
+bool
+tpe__can_spin(void)
+{
+	static size_t ncpu; /* A: racy first use is harmless (same value) */
+	size_t n = __atomic_load_n(&ncpu, __ATOMIC_RELAXED);
+
+	if (n == 0) {
+		n = tpe__cpu_count();
+		__atomic_store_n(&ncpu, n, __ATOMIC_RELAXED);
+	}
+	return n > 1;
 }

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* cpu.h - how many processors this process may run on. */
+/* cpu.h - how many processors this process may run on, and spinning. */
 #ifndef TPE_CPU_H
 #define TPE_CPU_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /*
@@ -12,5 +13,20 @@
  * Read afresh at each call: the mask may change.
  */
 size_t tpe__cpu_count(void);
+
+/* Whether spinning can pay: more than one processor (counted once; a
+ * racy first use is harmless, every thread computes the same value). */
+bool tpe__can_spin(void);
+
+/* One step of a spin: tells the processor that this thread waits. */
+static inline void
+tpe__cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
 
 #endif /* TPE_CPU_H */

@@ -7,9 +7,10 @@
  * Design notes
  * ------------
  * Nodes are plain malloc'd struct tpe__task blocks, interchangeable between
- * pools. A worker that finished a task pushes its node onto the pool's
- * return stack (a Treiber stack, CAS, any number of workers at once) unless
- * the stack already holds about RETURN_MAX nodes, when it frees it. A
+ * pools. A worker that finished a task pushes its node (or a batch's
+ * nodes at once, tpe__node_put_chain) onto the pool's return stack (a
+ * Treiber stack, CAS, any number of workers at once) unless the stack
+ * already holds about RETURN_MAX nodes, when it frees them. A
  * submitting thread takes nodes from its own cache (thread-local, no
  * atomics); when that is empty it takes the pool's whole return stack with
  * one exchange into its cache, and only when that was empty too it calls
@@ -19,7 +20,11 @@
  *
  * `count` is a hint for the bound only: the taker resets it after its
  * exchange, so pushes in between are not counted and the stack can exceed
- * RETURN_MAX by those few.
+ * RETURN_MAX by those few. A pool may set a larger bound (`max`): near the
+ * bound, every node the submitter takes in excess of what comes back is
+ * a malloc and every one that comes back in excess is a free on a worker,
+ * so a pool that must not free across threads in its steady state (the
+ * per-worker kind) keeps a bound far above its in-flight nodes.
  *
  * A thread's cache holds at most one take (about RETURN_MAX nodes) and is
  * freed by a thread-specific-data destructor when the thread exits. If no
@@ -112,22 +117,31 @@ tpe__node_get(struct tpe__node_returns *r)
 void
 tpe__node_put(struct tpe__node_returns *r, struct tpe__task *t)
 {
+	tpe__node_put_chain(r, t, t, 1);
+}
+
+void
+tpe__node_put_chain(struct tpe__node_returns *r, struct tpe__task *first,
+    struct tpe__task *last, size_t n)
+{
 	struct tpe__task *head;
 
-	if (__atomic_load_n(&r->count, __ATOMIC_RELAXED) >= RETURN_MAX) {
-		free(t);
+	if (__atomic_load_n(&r->count, __ATOMIC_RELAXED) >=
+	    (r->max != 0 ? r->max : RETURN_MAX)) {
+		last->next = NULL;
+		free_list(first);
 		return;
 	}
 	head = __atomic_load_n(&r->head, __ATOMIC_RELAXED);
 	do {
 		/* Given back twice in a row, the node would link to itself
 		 * and be handed to every later submitter. */
-		TPE__ASSERT(t != head);
-		t->next = head;
+		TPE__ASSERT(first != head);
+		last->next = head;
 		/* Release pairs with the acquire exchange in tpe__node_get. */
-	} while (!__atomic_compare_exchange_n(&r->head, &head, t, true,
+	} while (!__atomic_compare_exchange_n(&r->head, &head, first, true,
 	    __ATOMIC_RELEASE, __ATOMIC_RELAXED));
-	__atomic_add_fetch(&r->count, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&r->count, n, __ATOMIC_RELAXED);
 }
 
 void

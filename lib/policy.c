@@ -15,6 +15,8 @@ tpe__policy_base_queue(const struct tpe_attr *a, struct tpe__queue **q)
 		return tpe__queue_array_create(q, a->queue_capacity);
 	case TPE_QUEUE_HANDOFF:
 		return tpe__queue_handoff_create(q);
+	case TPE_QUEUE_PER_WORKER:
+		return tpe__queue_per_worker_create(q, a->max);
 	}
 	return EINVAL;
 }

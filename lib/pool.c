@@ -48,6 +48,8 @@ wake_workers_locked(tpe_t *pool)
 	TPE__ASSERT_HELD(&pool->lock);
 	pool->config_gen++;
 	tpe__cond_broadcast(&pool->work_cond);
+	if (pool->queue->ops->wake_all != NULL)
+		pool->queue->ops->wake_all(pool->queue);
 }
 
 static bool
@@ -110,6 +112,29 @@ unlock_and_terminate(tpe_t *pool)
 
 /* ---- creation --------------------------------------------------------- */
 
+/*
+ * A queue kind that runs its own workers learns its pool, and a fixed pool
+ * starts all its workers now, so that every worker stack has its owner
+ * from the first submission on (queue.h). 0, or the error of the kind or
+ * of the thread start (the pool is then destroyed by the caller).
+ */
+static int
+attach_queue(tpe_t *pool)
+{
+	struct tpe__queue *q = pool->queue;
+	int rc = 0;
+
+	if (q->ops->attach != NULL)
+		rc = q->ops->attach(q, pool);
+	if (rc != 0 || !q->ops->fixed_pool)
+		return rc;
+	tpe__mutex_lock(&pool->lock);
+	while (rc == 0 && pool->wc < pool->core)
+		rc = tpe__worker_start_locked(pool, NULL);
+	tpe__mutex_unlock(&pool->lock);
+	return rc;
+}
+
 int
 tpe_create(tpe_t **poolp, const tpe_attr_t *attr)
 {
@@ -155,6 +180,13 @@ tpe_create(tpe_t **poolp, const tpe_attr_t *attr)
 	tpe__cond_init(&pool->idle_cond);
 	tpe__cond_init(&pool->term_cond);
 	tpe__registry_add(pool);
+	rc = attach_queue(pool);
+	if (rc != 0) {
+		/* Never handed out: no terminated hook for it. */
+		pool->attr.terminated = NULL;
+		tpe_destroy(pool);
+		return rc;
+	}
 	*poolp = pool;
 	return 0;
 }
@@ -426,6 +458,8 @@ dispatch(tpe_t *pool, tpe_fn fn, void *arg, struct tpe_future *f)
 	char token = 0; /* this call's owner token: its address (task.h) */
 	int rc;
 
+	if (q->ops->submit != NULL)
+		return q->ops->submit(q, fn, arg, f);
 	if (dispatch_lockfree(pool, fn, arg, f, &token, &rc))
 		return rc;
 	if (load_state(pool) != TPE__RUNNING)
@@ -775,7 +809,9 @@ tpe_wait_idle(tpe_t *pool, int64_t timeout_ns)
 		return EDEADLK;
 	deadline = tpe__deadline(timeout_ns);
 	tpe__mutex_lock(&pool->lock);
-	pool->idle_waiters++;
+	/* seq_cst: pairs with tpe__pool_idle_waited (pool.h). */
+	__atomic_store_n(&pool->idle_waiters, pool->idle_waiters + 1,
+	    __ATOMIC_SEQ_CST);
 	while (!tpe__pool_is_idle_locked(pool)) {
 		if (timeout_ns == 0 || rc == ETIMEDOUT) {
 			rc = ETIMEDOUT;
@@ -787,7 +823,8 @@ tpe_wait_idle(tpe_t *pool, int64_t timeout_ns)
 	if (tpe__pool_is_idle_locked(pool))
 		rc = 0;
 	TPE__ASSERT(pool->idle_waiters > 0);
-	pool->idle_waiters--;
+	__atomic_store_n(&pool->idle_waiters, pool->idle_waiters - 1,
+	    __ATOMIC_RELAXED);
 	tpe__mutex_unlock(&pool->lock);
 	return rc;
 }
@@ -799,6 +836,9 @@ tpe_set_pool_size(tpe_t *pool, size_t core, size_t max)
 {
 	if (pool == NULL || max == 0 || core > max)
 		return EINVAL;
+	/* A fixed pool keeps its size (queue.h, fixed_pool). */
+	if (pool->queue->ops->fixed_pool)
+		return core == max && max == pool->attr.max ? 0 : EINVAL;
 	tpe__mutex_lock(&pool->lock);
 	__atomic_store_n(&pool->core, core, __ATOMIC_RELAXED);
 	pool->max = max;
@@ -833,6 +873,9 @@ tpe_set_allow_core_timeout(tpe_t *pool, bool allow)
 	int rc = 0;
 
 	if (pool == NULL)
+		return EINVAL;
+	/* A fixed pool's workers never leave before shutdown. */
+	if (allow && pool->queue->ops->fixed_pool)
 		return EINVAL;
 	tpe__mutex_lock(&pool->lock);
 	if (allow && pool->keep_alive_ns == 0) {
@@ -905,6 +948,8 @@ tpe_remove(tpe_t *pool, tpe_fn fn, void *arg)
 
 	if (pool == NULL || fn == NULL)
 		return EINVAL;
+	if (pool->queue->ops->drain_only)
+		return ENOTSUP;
 	tpe__task_list_init(&out);
 	tpe__mutex_lock(&pool->lock);
 	pool->queue->ops->remove_if(pool->queue, match_fn_arg, &m, 1, &out);
@@ -927,6 +972,8 @@ tpe_purge(tpe_t *pool, size_t *purged)
 		*purged = 0;
 	if (pool == NULL)
 		return EINVAL;
+	if (pool->queue->ops->drain_only)
+		return ENOTSUP;
 	cb = pool->attr.discard;
 	ctx = pool->attr.discard_ctx;
 	tpe__task_list_init(&out);
@@ -967,11 +1014,24 @@ tpe_get_stats(const tpe_t *cpool, struct tpe_stats *stats, size_t size)
 	s->max_size = pool->max;
 	s->active = ended ? 0 : pool->active;
 	s->idle = ended ? 0 : pool->queue->takers;
+	s->completed = pool->completed;
+	if (pool->queue->ops->counts != NULL) {
+		size_t active;
+		uint64_t completed;
+
+		/* Its workers count themselves; an idle one is any other. */
+		pool->queue->ops->counts(pool->queue, &active, &completed);
+		s->active = ended ? 0 : active;
+		s->idle = ended || active > pool->wc ? 0 : pool->wc - active;
+		s->completed += completed;
+	}
 	s->largest_pool_size = pool->largest;
+	/* After the completed count: a task counts as submitted before it
+	 * can run, so the snapshot never shows more completed (or taken
+	 * from the queue) than submitted. */
 	s->queued = pool->queue->ops->size(pool->queue);
 	s->reserved = ended ? 0 : tpe__reserve_parked(&pool->reserve);
-	s->submitted = __atomic_load_n(&pool->submitted, __ATOMIC_RELAXED);
-	s->completed = pool->completed;
+	s->submitted = __atomic_load_n(&pool->submitted, __ATOMIC_SEQ_CST);
 	s->rejected = pool->rejected;
 	tpe__mutex_unlock(&pool->lock);
 	tpe__sized_copy(&tpe__stats_layout, stats, size, s);

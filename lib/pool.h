@@ -24,6 +24,12 @@
  * queue (worker.c, may_leave_locked), and bumps q->sleepers before its
  * last look before sleeping.
  *
+ * A queue kind that runs its own workers (queue.h; the per-worker stacks)
+ * takes the whole of tpe_execute's dispatch (its submit op, no lock) and
+ * its workers' lives; the pool starts them all in tpe_create, and wakes
+ * them through the kind (wake_all) when state, paused or configuration
+ * change.
+ *
  * Lifecycle (state, monotonic): RUNNING -> SHUTDOWN -> TIDYING -> TERMINATED,
  * RUNNING|SHUTDOWN -> STOP -> TIDYING. TIDYING is entered by exactly one
  * thread (tpe__pool_try_terminate_locked returned true), which runs the
@@ -105,7 +111,8 @@ struct tpe {
 
 	size_t nthreads;           /* L */
 	size_t largest;            /* L */
-	size_t idle_waiters;       /* L: threads in tpe_wait_idle */
+	size_t idle_waiters;       /* L, A: threads in tpe_wait_idle; read
+				    * without L by per-worker workers */
 	size_t handing_back;       /* L: tpe_shutdown_now calls still delivering */
 	uint64_t rejected;         /* L */
 	unsigned long next_id;     /* L: thread name numbers */
@@ -166,8 +173,23 @@ static inline bool
 tpe__pool_is_idle_locked(tpe_t *pool)
 {
 	TPE__ASSERT_HELD(&pool->lock);
+	/* is_empty before busy: the order a kind with its own workers
+	 * needs (queue.h, busy). */
 	return pool->active == 0 && tpe__queue_is_empty(pool->queue) &&
+	    !tpe__queue_busy(pool->queue) &&
 	    tpe__reserve_handing(&pool->reserve) == 0;
+}
+
+/*
+ * Whether a thread waits in tpe_wait_idle, without the lock: seq_cst,
+ * pairing with the seq_cst store of idle_waiters in tpe_wait_idle (a
+ * worker of a kind with its own workers clears its busy flag, then looks
+ * here; the waiter counts itself, then looks at the busy flags).
+ */
+static inline bool
+tpe__pool_idle_waited(const tpe_t *pool)
+{
+	return __atomic_load_n(&pool->idle_waiters, __ATOMIC_SEQ_CST) > 0;
 }
 
 /* Wakes tpe_wait_idle's waiters once the pool is idle. Called after every

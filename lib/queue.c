@@ -12,20 +12,6 @@
 #define SPIN_NS 20000
 #define SPIN_CHECK 64
 
-static bool
-can_spin(void)
-{
-	static size_t ncpu; /* A: racy first use is harmless (same value) */
-	size_t n = __atomic_load_n(&ncpu, __ATOMIC_RELAXED);
-
-	if (n == 0) {
-		n = tpe__cpu_count();
-		__atomic_store_n(&ncpu, n, __ATOMIC_RELAXED);
-	}
-	return n > 1;
-}
-
-
 /* Spins (lock dropped) until an offer is seen (true), or the spin budget
  * or the deadline runs out (false). */
 static bool
@@ -82,7 +68,7 @@ tpe__queue_take(struct tpe__queue *q, struct tpe__mutex *lock,
 	/* One spinner at a time: a second one would only take CPU from the
 	 * submitters it waits for (two cores, tiny tasks); it sleeps, and
 	 * the wake-up rules in queue.h call it when the queue builds up. */
-	if (spin && can_spin() && q->takers - q->sleepers == 1) {
+	if (spin && tpe__can_spin() && q->takers - q->sleepers == 1) {
 		if (!spin_for_offer(q, lock, deadline_ns))
 			*rc = EAGAIN; /* nothing came: the next wait sleeps */
 		if (deadline_ns >= 0 && tpe__now_ns() >= deadline_ns)

@@ -41,6 +41,15 @@
  * no awake taker will take (the cascade, worker.c). At most one taker
  * spins at a time.
  *
+ * A kind may also run its own workers (the per-worker stacks,
+ * queue_per_worker.c): then it takes tasks without the lock through its
+ * own submit, its workers run its worker_loop instead of get_task and
+ * never wait on the pool's condition variable, and the pool's waits and
+ * counts ask it (busy, counts, wake_all): the optional ops at the end of
+ * struct tpe__queue_ops. The pool's locked paths (offer, poll, the
+ * condition variable, q->takers) are then unused, except remove_if for
+ * the drains of shutdown-now and fork.
+ *
  * Invariants:
  *   - offer() either takes ownership of the node and returns 0, or returns
  *     EAGAIN and leaves ownership with the caller; offer_lockfree() always
@@ -97,6 +106,46 @@ struct tpe__queue_ops {
 	 * NULL; absent means poll(). The hand-off queue has none: its nodes
 	 * are already given to the waiting workers that will poll them. */
 	struct tpe__task *(*drop_oldest)(struct tpe__queue *q);
+
+	/*
+	 * A kind that runs its own workers (the per-worker stacks,
+	 * queue_per_worker.c): it takes tasks without pool->lock and its
+	 * workers never wait on the pool's condition variable, so the pool
+	 * hands over to it at the few places below. Optional, all or none;
+	 * the other kinds leave them NULL and the pool's paths are unchanged.
+	 */
+	/* tpe_create, once the pool is set up, L not held: the kind learns
+	 * its pool (before any worker starts). 0 or an errno value. */
+	int (*attach)(struct tpe__queue *q, tpe_t *pool);
+	/* tpe_execute and tpe_submit, L not held, any thread: all of the
+	 * dispatch. 0: the pool took the task; else (ECANCELED, ENOMEM) it
+	 * did not, and the caller keeps fn/arg and f. */
+	int (*submit)(struct tpe__queue *q, tpe_fn fn, void *arg,
+	    struct tpe_future *f);
+	/* worker_main, L not held: the worker's whole life between its
+	 * start and its exit, in place of get_task; it returns once the
+	 * worker must exit (worker.c then gives up its place in wc), or
+	 * false when the process forked in user code (worker.c, forked()). */
+	bool (*worker_loop)(struct tpe__queue *q);
+	/* wake_workers_locked, L held: the pool's state, its paused flag or
+	 * its configuration changed; wakes the kind's sleeping workers so
+	 * that they look again. */
+	void (*wake_all)(struct tpe__queue *q);
+	/* Any thread, no lock: whether a worker of the kind holds or runs a
+	 * task (tpe_wait_idle's "nothing running"). Made of seq_cst loads,
+	 * called after is_empty (the kind says why that order). */
+	bool (*busy)(const struct tpe__queue *q);
+	/* tpe_get_stats, L held: the counts of the kind's workers, which do
+	 * not touch pool->active and pool->completed (no lock per task). */
+	void (*counts)(const struct tpe__queue *q, size_t *active,
+	    uint64_t *completed);
+	/* The pool is fixed: core == max, all workers started by tpe_create
+	 * and never leaving before shutdown; tpe_set_pool_size and
+	 * tpe_set_allow_core_timeout refuse changes (EINVAL). */
+	bool fixed_pool;
+	/* remove_if supports only "every task" (the drains of shutdown-now
+	 * and fork): tpe_remove and tpe_purge return ENOTSUP. */
+	bool drain_only;
 };
 
 struct tpe__queue {
@@ -148,6 +197,13 @@ struct tpe__task *tpe__queue_take(struct tpe__queue *q,
 int tpe__queue_linked_create(struct tpe__queue **q);
 int tpe__queue_array_create(struct tpe__queue **q, size_t capacity);
 int tpe__queue_handoff_create(struct tpe__queue **q);
+/* A stack for each of `workers` workers (queue_per_worker.c). */
+int tpe__queue_per_worker_create(struct tpe__queue **q, size_t workers);
+/* White-box tests: how long an idle per-worker worker spins before it
+ * sleeps (ns; 0: at once; set before tpe_create), and how many of a
+ * per-worker queue's workers sleep or are going to. */
+extern int64_t tpe__per_worker_spin_ns;
+size_t tpe__queue_per_worker_sleepers(const struct tpe__queue *q);
 
 /*
  * After a lock-free offer, without the lock: whether a sleeping worker
@@ -213,6 +269,13 @@ tpe__queue_is_empty(struct tpe__queue *q)
 {
 	return q->ops->is_empty != NULL ? q->ops->is_empty(q) :
 	    q->ops->size(q) == 0;
+}
+
+/* Whether workers of a kind that runs its own hold or run a task. */
+static inline bool
+tpe__queue_busy(const struct tpe__queue *q)
+{
+	return q->ops->busy != NULL && q->ops->busy(q);
 }
 
 #endif /* TPE_QUEUE_H */

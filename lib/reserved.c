@@ -22,7 +22,8 @@ tpe__reserve_capacity(const struct tpe_attr *a)
 {
 	size_t n, ncpu;
 
-	if (a->max <= 1)
+	/* A per-worker pool's workers never park: none are reserved. */
+	if (a->max <= 1 || a->queue_kind == TPE_QUEUE_PER_WORKER)
 		return 0;
 	if (a->reserved >= 0) {
 		n = (size_t)a->reserved;
@@ -267,16 +268,10 @@ static void
 spin_until_claimed(const struct tpe__reserve_slot *s, unsigned epoch,
     const struct tpe__reserve *r)
 {
-	static size_t ncpu; /* A: racy first use is harmless (same value) */
-	size_t n = __atomic_load_n(&ncpu, __ATOMIC_RELAXED);
 	int64_t end;
 	unsigned i;
 
-	if (n == 0) {
-		n = tpe__cpu_count();
-		__atomic_store_n(&ncpu, n, __ATOMIC_RELAXED);
-	}
-	if (n < 2)
+	if (!tpe__can_spin())
 		return;
 	end = tpe__now_ns() + __atomic_load_n(&tpe__reserve_spin_ns,
 	    __ATOMIC_RELAXED);

@@ -107,16 +107,6 @@ int tpe__cond_wait_until(pthread_cond_t *c, struct tpe__mutex *m,
 
 int64_t tpe__now_ns(void);
 
-/* One pause in a spin loop: tells the CPU (and a sibling hyperthread). */
-static inline void
-tpe__cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield");
-#endif
-}
 
 /*
  * The absolute deadline for a relative timeout: negative stays negative

@@ -69,16 +69,19 @@ user_arg(const struct tpe__task *t)
 	return t->future != NULL ? t->future->arg : t->arg;
 }
 
-bool
-tpe__task_hand_back(tpe_t *pool, struct tpe__task *t, tpe_handback_fn cb,
-    void *ctx)
+/* tpe__task_hand_back; with `keep`, the node is left to the caller
+ * (tpe__task_run_keep). */
+static bool
+hand_back(tpe_t *pool, struct tpe__task *t, tpe_handback_fn cb, void *ctx,
+    bool keep)
 {
 	struct tpe_future *f = t->future;
 	tpe_fn fn = f != NULL ? NULL : t->fn;
 	void *arg = user_arg(t);
 	unsigned gen = tpe__fork_gen();
 
-	end(pool, t);
+	if (!keep)
+		end(pool, t);
 	if (f != NULL)
 		tpe__future_cancel(f);
 	if (cb != NULL) {
@@ -89,6 +92,13 @@ tpe__task_hand_back(tpe_t *pool, struct tpe__task *t, tpe_handback_fn cb,
 	if (f != NULL)
 		tpe__future_unref(f);
 	return true;
+}
+
+bool
+tpe__task_hand_back(tpe_t *pool, struct tpe__task *t, tpe_handback_fn cb,
+    void *ctx)
+{
+	return hand_back(pool, t, cb, ctx, false);
 }
 
 bool
@@ -159,8 +169,9 @@ tpe__task_offer_to_handler(tpe_t *pool, struct tpe__task *t,
 	return rc;
 }
 
-bool
-tpe__task_run(tpe_t *pool, struct tpe__task *t)
+/* tpe__task_run; with `keep`, the node is left to the caller. */
+static bool
+run(tpe_t *pool, struct tpe__task *t, bool keep)
 {
 	const struct tpe_attr *a = &pool->attr;
 	struct tpe_future *f = t->future;
@@ -175,7 +186,7 @@ tpe__task_run(tpe_t *pool, struct tpe__task *t)
 	if (f != NULL && !tpe__future_is_new(f)) {
 		/* Cancelled while queued: a no-op that still counts as
 		 * completed; the discard callback gets it. */
-		return tpe__task_discard(pool, t);
+		return hand_back(pool, t, a->discard, a->discard_ctx, keep);
 	}
 	if (a->before != NULL) {
 		a->before(pool, fn, arg, a->task_hook_ctx);
@@ -197,7 +208,8 @@ tpe__task_run(tpe_t *pool, struct tpe__task *t)
 		if (tpe__forked_since(gen))
 			return false;
 	}
-	end(pool, t);
+	if (!keep)
+		end(pool, t);
 	if (f == NULL)
 		return true;
 	if (r == TPE__RAN) {
@@ -213,4 +225,23 @@ tpe__task_run(tpe_t *pool, struct tpe__task *t)
 	}
 	tpe__future_unref(f);
 	return true;
+}
+
+bool
+tpe__task_run(tpe_t *pool, struct tpe__task *t)
+{
+	return run(pool, t, false);
+}
+
+bool
+tpe__task_run_keep(tpe_t *pool, struct tpe__task *t)
+{
+	return run(pool, t, true);
+}
+
+void
+tpe__task_end_chain(tpe_t *pool, struct tpe__task *first,
+    struct tpe__task *last, size_t n)
+{
+	tpe__node_put_chain(&pool->returns, first, last, n);
 }

@@ -89,6 +89,16 @@ void tpe__task_free(tpe_t *pool, struct tpe__task *t);
  */
 bool tpe__task_run(tpe_t *pool, struct tpe__task *t);
 
+/*
+ * The same, but the node stays the caller's (its contents are spent): a
+ * worker that runs a batch ends all its nodes at once afterwards, with
+ * tpe__task_end_chain: one atomic operation per batch, not per task.
+ */
+bool tpe__task_run_keep(tpe_t *pool, struct tpe__task *t);
+/* Ends n spent nodes linked first .. last through their next fields. */
+void tpe__task_end_chain(tpe_t *pool, struct tpe__task *first,
+    struct tpe__task *last, size_t n);
+
 /* Runs an accepted task in the calling thread, without hooks
  * (TPE_REJECT_CALLER_RUNS). Ends the node. */
 void tpe__task_run_inline(tpe_t *pool, struct tpe__task *t);

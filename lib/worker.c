@@ -22,6 +22,11 @@
  * covered by the order of the exit itself: wc first, then a last look at
  * the queue (may_leave_locked).
  *
+ * A queue kind that runs its own workers (queue.h, worker_loop) replaces
+ * the run loop and get_task (queue_loop_locked): its workers never wait on
+ * work_cond and never leave before shutdown; this file still creates,
+ * counts, names, hooks and joins them.
+ *
  * Keep-alive: the deadline is fixed when the worker starts waiting and
  * survives spurious wake-ups; a configuration change (config_gen) re-times
  * it. wc is decremented by the exiting worker under the lock, so two
@@ -216,6 +221,59 @@ forked(unsigned gen)
 	return tpe__forked_since(gen);
 }
 
+/*
+ * The run loop of Java's runWorker: t (the first task, or NULL), then the
+ * tasks get_task hands out, until it says exit (wc given up there).
+ * pool->lock held on entry and on return; false: forked (see forked()).
+ */
+static bool
+run_tasks_locked(tpe_t *pool, struct tpe__task *t)
+{
+	bool reserved = false;
+
+	TPE__ASSERT_HELD(&pool->lock);
+	for (;;) {
+		if (t == NULL) {
+			t = get_task_locked(pool, &reserved);
+			if (t == NULL)
+				return true;
+			pool->active++;
+			/* A running worker is counted in wc until it leaves
+			 * get_task for good, and in nthreads until it ends. */
+			TPE__ASSERT(pool->active <= pool->wc &&
+			    pool->wc <= pool->nthreads);
+		}
+		tpe__mutex_unlock(&pool->lock);
+		if (!tpe__task_run(pool, t))
+			return false;
+		t = NULL;
+		tpe__mutex_lock(&pool->lock);
+		TPE__ASSERT(pool->active > 0);
+		pool->active--;
+		pool->completed++;
+		tpe__pool_notify_idle_locked(pool);
+	}
+}
+
+/*
+ * A queue kind that runs its own workers (queue.h, worker_loop) takes the
+ * worker's life over; when it returns, the worker gives up its place in
+ * wc, as get_task does before it says exit. pool->lock held on entry and
+ * on return, dropped in between; false: forked.
+ */
+static bool
+queue_loop_locked(tpe_t *pool)
+{
+	TPE__ASSERT_HELD(&pool->lock);
+	tpe__mutex_unlock(&pool->lock);
+	if (!pool->queue->ops->worker_loop(pool->queue))
+		return false;
+	tpe__mutex_lock(&pool->lock);
+	TPE__ASSERT(pool->wc > 0 && pool->state >= TPE__SHUTDOWN);
+	tpe__pool_set_wc_locked(pool, pool->wc - 1);
+	return true;
+}
+
 static void *
 worker_main(void *arg)
 {
@@ -225,7 +283,7 @@ worker_main(void *arg)
 	unsigned gen = tpe__fork_gen();
 	struct tpe__task *t;
 	char name[16];
-	bool terminate, reserved = false;
+	bool terminate, ok;
 
 	snprintf(name, sizeof(name), "%s-%lu", a->name_prefix, w->id);
 	pthread_setname_np(pthread_self(), name);
@@ -242,27 +300,14 @@ worker_main(void *arg)
 	note_largest_locked(pool);
 	t = w->first;
 	w->first = NULL;
-	for (;;) {
-		if (t == NULL) {
-			t = get_task_locked(pool, &reserved);
-			if (t == NULL)
-				break;
-			pool->active++;
-			/* A running worker is counted in wc until it leaves
-			 * get_task for good, and in nthreads until it ends. */
-			TPE__ASSERT(pool->active <= pool->wc &&
-			    pool->wc <= pool->nthreads);
-		}
-		tpe__mutex_unlock(&pool->lock);
-		if (!tpe__task_run(pool, t))
-			return NULL; /* forked: see forked() */
-		t = NULL;
-		tpe__mutex_lock(&pool->lock);
-		TPE__ASSERT(pool->active > 0);
-		pool->active--;
-		pool->completed++;
-		tpe__pool_notify_idle_locked(pool);
+	if (pool->queue->ops->worker_loop != NULL) {
+		TPE__ASSERT(t == NULL);
+		ok = queue_loop_locked(pool);
+	} else {
+		ok = run_tasks_locked(pool, t);
 	}
+	if (!ok)
+		return NULL; /* forked: see forked() */
 	tpe__mutex_unlock(&pool->lock);
 
 	if (a->on_exit != NULL) {

@@ -207,7 +207,8 @@ struct totals {
 	uint64_t rounds, shutdowns, shutdown_nows, destroys;
 };
 
-static const char *queue_names[] = { "unbounded", "bounded", "handoff" };
+static const char *queue_names[] = { "unbounded", "bounded", "handoff",
+	"per-worker" };
 static const char *rej_names[] = { "abort", "caller-runs", "discard",
 	"discard-oldest", "custom" };
 
@@ -237,11 +238,16 @@ run_round(struct totals *t, int nthreads, size_t n, uint64_t *rs, bool verbose)
 
 	core = rnd(rs, 5);
 	max = core + 1 + rnd(rs, 4);
-	kind = rnd(rs, 3);
+	kind = rnd(rs, 4);
 	if (kind == TPE_QUEUE_BOUNDED)
 		cap = 1 + rnd(rs, 64);
 	rej = rnd(rs, 5);
 	policy = rnd(rs, 2);
+	if (kind == TPE_QUEUE_PER_WORKER) {
+		/* A fixed, queue-first pool only (tpe_attr_set_queue(3)). */
+		core = max;
+		policy = TPE_POLICY_QUEUE_FIRST;
+	}
 	mode = rnd(rs, 3);          /* 0 nothing, 1 shutdown, 2 shutdown_now */
 	trigger = rnd(rs, (unsigned)n + 1);
 

@@ -169,25 +169,6 @@ test_scale_first_burst_from_idle(void **state)
  * task must have a worker of its own (queue_is_claimed). A second phase
  * runs two submitters at once, so that tasks also queue at max.
  */
-static void
-signal_sem(void *arg)
-{
-	sem_post(arg);
-}
-
-/* Waits for the semaphore for at most BOUND; false if that passed. */
-static bool
-timed_sem_wait(sem_t *sem)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += BOUND / TU_S;
-	while (sem_timedwait(sem, &ts) != 0)
-		if (errno != EINTR)
-			return false; /* ETIMEDOUT: a stranded task */
-	return true;
-}
 
 static long
 iterations(long dflt)
@@ -288,11 +269,11 @@ s5_submit_loop(void *arg)
 	for (i = 0; i < s->iters; i++) {
 		int64_t until = tu_now_ns() + (i % 41) * 1000;
 
-		s->rc = tpe_execute(s->pool, signal_sem, &s->sem);
+		s->rc = tpe_execute(s->pool, tu_post_fn, &s->sem);
 		if (s->rc != 0)
 			break;
 		inv_check(s->pool, s->inv);
-		if (!timed_sem_wait(&s->sem)) {
+		if (!tu_sem_wait_for(&s->sem, BOUND)) {
 			s->stranded = 1;
 			break;
 		}

@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -195,6 +196,28 @@ static inline int
 tu_load(const int *p)
 {
 	return __atomic_load_n(p, __ATOMIC_SEQ_CST);
+}
+
+/* A task that posts the semaphore (sem_t) it is given. */
+static inline void
+tu_post_fn(void *arg)
+{
+	sem_post(arg);
+}
+
+/* Waits for a post of sem for at most `timeout_ns`; false if that passed
+ * (for waits that only a bug, such as a stranded task, makes endless). */
+static inline bool
+tu_sem_wait_for(sem_t *sem, int64_t timeout_ns)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += timeout_ns / TU_S;
+	while (sem_timedwait(sem, &ts) != 0)
+		if (errno != EINTR)
+			return false;
+	return true;
 }
 
 /* A no-op task. */

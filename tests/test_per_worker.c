@@ -1,0 +1,663 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_per_worker.c - TPE_QUEUE_PER_WORKER: the fixed pool of per-worker
+ * stacks (lib/queue_per_worker.c).
+ *
+ * White-box where a state cannot be built from outside: the tests set the
+ * workers' idle spin to 0 (tpe__per_worker_spin_ns) so that an idle worker
+ * sleeps at once and every submission races with a worker going to sleep,
+ * and read how many workers sleep (tpe__queue_per_worker_sleepers).
+ * TPE_TEST_FILTER=<case> runs one case (the mutant check).
+ *
+ * The exactly-once stress runs 4 submitters x TPE_PW_STRESS_TASKS tasks
+ * (default 2 x 10^5 each in make check; make check-stress runs 10^6).
+ */
+#include <string.h>
+#include <sys/resource.h>
+
+#include "testutil.h"
+
+#include "pool.h"
+#include "queue.h"
+
+#define EV_TIMEOUT (10 * TU_S)
+
+/* A per-worker pool of n workers with the given extra knobs. */
+static tpe_t *
+pw_pool_with(size_t n, struct tu_pool_opts o)
+{
+	o.core = o.max = n;
+	o.queue = TPE_QUEUE_PER_WORKER;
+	return tu_pool_with(&o);
+}
+
+static tpe_t *
+pw_pool(size_t n)
+{
+	return pw_pool_with(n, (struct tu_pool_opts){ 0 });
+}
+
+static size_t
+sleepers(tpe_t *p)
+{
+	return tpe__queue_per_worker_sleepers(p->queue);
+}
+
+/* Every test starts with the default spin; some set it to 0. */
+static int
+reset_spin(void **state)
+{
+	(void)state;
+	tpe__per_worker_spin_ns = 50000;
+	return 0;
+}
+
+/* ---- attributes and the fixed pool's refusals ------------------------- */
+
+static void
+test_per_worker_attr_rules(void **state)
+{
+	tpe_attr_t *a;
+
+	(void)state;
+	assert_int_equal(tpe_attr_create(&a), 0);
+	assert_int_equal(tpe_attr_set_queue(a, TPE_QUEUE_PER_WORKER, 1),
+	    EINVAL);
+	/* Only a fixed pool: core == max, either order of the setters. */
+	assert_int_equal(tpe_attr_set_pool_size(a, 1, 2), 0);
+	assert_int_equal(tpe_attr_set_queue(a, TPE_QUEUE_PER_WORKER, 0),
+	    EINVAL);
+	assert_int_equal(tpe_attr_set_pool_size(a, 2, 2), 0);
+	assert_int_equal(tpe_attr_set_queue(a, TPE_QUEUE_PER_WORKER, 0), 0);
+	assert_int_equal(tpe_attr_set_pool_size(a, 1, 2), EINVAL);
+	/* No core timeout, no scale-first. */
+	assert_int_equal(tpe_attr_set_allow_core_timeout(a, true), EINVAL);
+	assert_int_equal(tpe_attr_set_policy(a, TPE_POLICY_SCALE_FIRST),
+	    EINVAL);
+	assert_int_equal(tpe_attr_set_policy(a, TPE_POLICY_QUEUE_FIRST), 0);
+	/* Back to another kind, everything is allowed again. */
+	assert_int_equal(tpe_attr_set_queue(a, TPE_QUEUE_UNBOUNDED, 0), 0);
+	assert_int_equal(tpe_attr_set_pool_size(a, 1, 2), 0);
+	assert_int_equal(tpe_attr_set_allow_core_timeout(a, true), 0);
+	assert_int_equal(tpe_attr_set_queue(a, TPE_QUEUE_PER_WORKER, 0),
+	    EINVAL);
+	tpe_attr_destroy(a);
+}
+
+static void
+test_per_worker_fixed_pool(void **state)
+{
+	tpe_t *p = pw_pool(2);
+	struct tpe_stats s;
+	size_t started = 99, purged = 99;
+	int count = 0;
+
+	(void)state;
+	/* Every worker runs from tpe_create on. */
+	s = tu_stats(p);
+	assert_int_equal(s.pool_size, 2);
+	assert_int_equal(s.largest_pool_size, 2);
+	assert_int_equal(s.reserved, 0);
+	assert_int_equal(tpe_prestart_core_threads(p, &started), 0);
+	assert_int_equal(started, 0);
+	assert_int_equal(tpe_set_pool_size(p, 2, 2), 0);
+	assert_int_equal(tpe_set_pool_size(p, 1, 2), EINVAL);
+	assert_int_equal(tpe_set_pool_size(p, 3, 3), EINVAL);
+	assert_int_equal(tpe_set_allow_core_timeout(p, true), EINVAL);
+	assert_int_equal(tpe_set_allow_core_timeout(p, false), 0);
+	assert_int_equal(tpe_remove(p, tu_count_fn, &count), ENOTSUP);
+	assert_int_equal(tpe_purge(p, &purged), ENOTSUP);
+	assert_int_equal(purged, 0);
+	/* No reserved threads. */
+	assert_int_equal(tpe_try_execute(p, tu_count_fn, &count), EAGAIN);
+	s = tu_stats(p);
+	assert_int_equal(s.pool_size, 2);
+	assert_int_equal(s.core_size, 2);
+	assert_int_equal(s.max_size, 2);
+	assert_int_equal(tpe_destroy(p), 0);
+	assert_int_equal(tu_load(&count), 0);
+}
+
+/* ---- running, statistics, tpe_wait_idle ------------------------------- */
+
+static void
+test_per_worker_runs_all_exact_stats(void **state)
+{
+	tpe_t *p = pw_pool(2);
+	struct tpe_stats s;
+	int count = 0, i;
+
+	(void)state;
+	for (i = 0; i < 100000; i++)
+		assert_int_equal(tpe_execute(p, tu_count_fn, &count), 0);
+	assert_int_equal(tpe_wait_idle(p, -1), 0);
+	assert_int_equal(tu_load(&count), 100000);
+	s = tu_stats(p);
+	assert_int_equal(s.submitted, 100000);
+	assert_int_equal(s.completed, 100000);
+	assert_int_equal(s.queued, 0);
+	assert_int_equal(s.active, 0);
+	assert_int_equal(s.idle, 2);
+	assert_int_equal(s.pool_size, 2);
+	assert_int_equal(tpe_destroy(p), 0);
+}
+
+/* The two workers held, tasks queued behind them: the counts meanwhile,
+ * and tpe_wait_idle woken by the last batch. */
+static void
+test_per_worker_wait_idle_and_stats_meanwhile(void **state)
+{
+	tpe_t *p = pw_pool(2);
+	struct tu_saturation sat;
+	struct tpe_stats s;
+	int count = 0;
+
+	(void)state;
+	tu_saturate(p, 2, 0, &sat);
+	tu_fill_queue(p, 10, tu_count_fn, &count, 0);
+	s = tu_stats(p);
+	assert_int_equal(s.active, 2);
+	assert_int_equal(s.idle, 0);
+	assert_int_equal(s.queued, 10);
+	assert_int_equal(s.submitted, 12);
+	assert_int_equal(s.completed, 0);
+	assert_int_equal(tpe_wait_idle(p, 0), ETIMEDOUT);
+	tu_unsaturate(&sat);
+	assert_int_equal(tpe_wait_idle(p, -1), 0);
+	assert_int_equal(tu_load(&count), 10);
+	s = tu_stats(p);
+	assert_int_equal(s.completed, 12);
+	assert_int_equal(s.queued, 0);
+	assert_int_equal(s.active, 0);
+	assert_int_equal(tpe_destroy(p), 0);
+	tu_saturation_destroy(&sat);
+}
+
+/* ---- no lost wake-up -------------------------------------------------- */
+
+
+static unsigned long
+rounds_from_env(const char *name, unsigned long dflt)
+{
+	const char *e = getenv(name);
+
+	return e != NULL && atol(e) > 0 ? (unsigned long)atol(e) : dflt;
+}
+
+/*
+ * 10^5 rounds of one task to an idle pool, then wait for it. With no
+ * spin, the workers go to sleep right after each task, so a submission
+ * meets a worker on its way to sleep: without the re-check of the sleep
+ * protocol, a round would wait forever (the bound fails it).
+ */
+static void
+test_per_worker_no_lost_wakeup(void **state)
+{
+	unsigned long rounds = rounds_from_env("TPE_PW_WAKE_ROUNDS", 100000);
+	unsigned long i;
+	tpe_t *p;
+	sem_t sem;
+
+	(void)state;
+	tpe__per_worker_spin_ns = 0;
+	p = pw_pool(2);
+	assert_int_equal(sem_init(&sem, 0, 0), 0);
+	for (i = 0; i < rounds; i++) {
+		assert_int_equal(tpe_execute(p, tu_post_fn, &sem), 0);
+		if (!tu_sem_wait_for(&sem, EV_TIMEOUT))
+			fail_msg("round %lu: the task never ran", i);
+	}
+	/* And once with every worker surely asleep. */
+	assert_true(TU_EVENTUALLY(sleepers(p) == 2, EV_TIMEOUT));
+	assert_int_equal(tpe_execute(p, tu_post_fn, &sem), 0);
+	assert_true(tu_sem_wait_for(&sem, EV_TIMEOUT));
+	assert_int_equal(tpe_destroy(p), 0);
+	sem_destroy(&sem);
+}
+
+/* An idle pool's workers sleep: next to no CPU time over 300 ms. */
+static void
+test_per_worker_idle_uses_no_cpu(void **state)
+{
+	tpe_t *p = pw_pool(2);
+	struct rusage r0, r1;
+	int64_t cpu_ns;
+	int count = 0;
+
+	(void)state;
+	tu_fill_queue(p, 1000, tu_count_fn, &count, 0);
+	assert_int_equal(tpe_wait_idle(p, -1), 0);
+	assert_true(TU_EVENTUALLY(sleepers(p) == 2, EV_TIMEOUT));
+	getrusage(RUSAGE_SELF, &r0);
+	tu_sleep_ns(300 * TU_MS);
+	getrusage(RUSAGE_SELF, &r1);
+	cpu_ns = ((int64_t)(r1.ru_utime.tv_sec + r1.ru_stime.tv_sec) -
+	    (int64_t)(r0.ru_utime.tv_sec + r0.ru_stime.tv_sec)) * TU_S +
+	    ((int64_t)(r1.ru_utime.tv_usec + r1.ru_stime.tv_usec) -
+	    (int64_t)(r0.ru_utime.tv_usec + r0.ru_stime.tv_usec)) * 1000;
+	/* Spinning workers would use ~600 ms; sleeping ones ~0. */
+	assert_true(cpu_ns < 30 * TU_MS);
+	assert_int_equal(tpe_destroy(p), 0);
+}
+
+/* ---- stealing --------------------------------------------------------- */
+
+static void
+latch_fn(void *arg)
+{
+	tu_latch_count_down(arg);
+}
+
+/*
+ * One worker held by a long task; tasks submitted after it land on both
+ * stacks or, while the other worker sleeps, on the held worker's (pushes
+ * pass a sleeper over for an awake worker): the other worker steals what
+ * lands behind the held one, so they all run while the long task still
+ * holds. `one_by_one` waits for each before the next, with no spin, so
+ * that the idle worker is asleep whenever a task lands behind the held
+ * one: it must wake as the watcher and steal.
+ */
+static void
+steal_case(bool one_by_one)
+{
+	struct tu_latch started, release, done;
+	struct tu_blocker b;
+	tpe_t *p;
+	int i, n = 200;
+
+	tpe__per_worker_spin_ns = one_by_one ? 0 : 50000;
+	p = pw_pool(2);
+	tu_latch_init(&started, 1);
+	tu_latch_init(&release, 1);
+	tu_latch_init(&done, n);
+	b = (struct tu_blocker){ &started, &release, NULL, 0 };
+	assert_int_equal(tpe_execute(p, tu_blocker_fn, &b), 0);
+	assert_true(tu_latch_wait_for(&started, TU_WAIT_BOUND));
+	for (i = 0; i < n; i++) {
+		long left = tu_latch_count(&done);
+
+		assert_int_equal(tpe_execute(p, latch_fn, &done), 0);
+		if (one_by_one && !TU_EVENTUALLY(tu_latch_count(&done) < left,
+		    EV_TIMEOUT))
+			fail_msg("task %d stranded behind the held worker", i);
+	}
+	if (!tu_latch_wait_for(&done, TU_WAIT_BOUND))
+		fail_msg("%ld tasks stranded behind the held worker",
+		    tu_latch_count(&done));
+	assert_int_equal(tu_ran(&b), 1);
+	tu_latch_count_down(&release);
+	assert_int_equal(tpe_destroy(p), 0);
+	tu_latch_destroy(&started);
+	tu_latch_destroy(&release);
+	tu_latch_destroy(&done);
+}
+
+static void
+test_per_worker_steals_from_held_worker(void **state)
+{
+	(void)state;
+	steal_case(false);
+}
+
+static void
+test_per_worker_watcher_steals_one_by_one(void **state)
+{
+	(void)state;
+	steal_case(true);
+}
+
+/* ---- futures and hooks ------------------------------------------------ */
+
+struct hooks {
+	int before, after, start, exit, terminated; /* atomic */
+};
+
+static void
+before_hook(tpe_t *pool, tpe_fn fn, void *arg, void *ctx)
+{
+	(void)pool;
+	(void)fn;
+	(void)arg;
+	__atomic_add_fetch(&((struct hooks *)ctx)->before, 1, __ATOMIC_SEQ_CST);
+}
+
+static void
+after_hook(tpe_t *pool, tpe_fn fn, void *arg, void *ctx)
+{
+	(void)pool;
+	(void)fn;
+	(void)arg;
+	__atomic_add_fetch(&((struct hooks *)ctx)->after, 1, __ATOMIC_SEQ_CST);
+}
+
+static void
+start_hook(tpe_t *pool, void *ctx)
+{
+	(void)pool;
+	__atomic_add_fetch(&((struct hooks *)ctx)->start, 1, __ATOMIC_SEQ_CST);
+}
+
+static void
+exit_hook(tpe_t *pool, void *ctx)
+{
+	(void)pool;
+	__atomic_add_fetch(&((struct hooks *)ctx)->exit, 1, __ATOMIC_SEQ_CST);
+}
+
+static void
+terminated_hook(tpe_t *pool, void *ctx)
+{
+	(void)pool;
+	__atomic_add_fetch(&((struct hooks *)ctx)->terminated, 1,
+	    __ATOMIC_SEQ_CST);
+}
+
+static void *
+twice_fn(void *arg)
+{
+	return (void *)((uintptr_t)arg * 2);
+}
+
+static void
+test_per_worker_futures_and_hooks(void **state)
+{
+	struct hooks h = { 0 };
+	tpe_future_t *f[64];
+	void *res;
+	tpe_t *p;
+	int i;
+
+	(void)state;
+	p = pw_pool_with(2, (struct tu_pool_opts){ .before = before_hook,
+	    .after = after_hook, .task_hooks_ctx = &h,
+	    .on_start = start_hook, .on_exit = exit_hook,
+	    .thread_hooks_ctx = &h, .terminated = terminated_hook,
+	    .terminated_ctx = &h });
+	for (i = 0; i < 64; i++)
+		assert_int_equal(tpe_submit(p, twice_fn,
+		    (void *)(uintptr_t)i, &f[i]), 0);
+	for (i = 0; i < 64; i++) {
+		assert_int_equal(tpe_future_get(f[i], -1, &res), 0);
+		assert_int_equal((uintptr_t)res, (uintptr_t)i * 2);
+		tpe_future_release(f[i]);
+	}
+	assert_int_equal(tpe_wait_idle(p, -1), 0);
+	assert_int_equal(tu_load(&h.before), 64);
+	assert_int_equal(tu_load(&h.after), 64);
+	assert_int_equal(tpe_destroy(p), 0);
+	assert_int_equal(tu_load(&h.start), 2);
+	assert_int_equal(tu_load(&h.exit), 2);
+	assert_int_equal(tu_load(&h.terminated), 1);
+}
+
+/* ---- pause, shutdown, shutdown-now ------------------------------------ */
+
+static void
+test_per_worker_pause_resume(void **state)
+{
+	tpe_t *p = pw_pool(2);
+	int count = 0;
+
+	(void)state;
+	assert_int_equal(tpe_pause(p), 0);
+	tu_fill_queue(p, 1000, tu_count_fn, &count, 0);
+	/* Submitted after the pause: none may start before the resume. */
+	assert_int_equal(tpe_wait_idle(p, 0), ETIMEDOUT);
+	assert_int_equal(tu_load(&count), 0);
+	assert_int_equal(tu_stats(p).queued, 1000);
+	assert_int_equal(tpe_resume(p), 0);
+	assert_int_equal(tpe_wait_idle(p, -1), 0);
+	assert_int_equal(tu_load(&count), 1000);
+	assert_int_equal(tpe_destroy(p), 0);
+}
+
+static void
+test_per_worker_shutdown_drains_then_rejects(void **state)
+{
+	tpe_t *p = pw_pool(2);
+	struct tu_saturation sat;
+	int count = 0;
+	tpe_future_t *f;
+
+	(void)state;
+	tu_saturate(p, 2, 0, &sat);
+	tu_fill_queue(p, 500, tu_count_fn, &count, 0);
+	assert_int_equal(tpe_shutdown(p), 0);
+	assert_int_equal(tpe_execute(p, tu_count_fn, &count), ECANCELED);
+	assert_int_equal(tpe_submit(p, twice_fn, NULL, &f), ECANCELED);
+	assert_false(tpe_is_terminated(p));
+	tu_unsaturate(&sat);
+	assert_int_equal(tpe_await_termination(p, -1), 0);
+	assert_int_equal(tu_load(&count), 500);
+	assert_int_equal(tu_stats(p).completed, 502);
+	assert_int_equal(tpe_destroy(p), 0);
+	tu_saturation_destroy(&sat);
+}
+
+struct handed {
+	int fn, fut; /* atomic: plain tasks, future tasks */
+};
+
+static void
+count_handed(tpe_fn fn, void *arg, void *ctx)
+{
+	struct handed *h = ctx;
+
+	(void)arg;
+	__atomic_add_fetch(fn != NULL ? &h->fn : &h->fut, 1, __ATOMIC_SEQ_CST);
+}
+
+/*
+ * shutdown-now hands back every task that never started: those on the
+ * stacks to the drained callback; those a worker took in its batch behind
+ * its running task, and any pushed later, to the discard callback. With
+ * no spin, the first push wakes a sleeping worker while the next ones
+ * land, so its batch often holds more than the blocker.
+ */
+static void
+test_per_worker_shutdown_now_hands_back_all(void **state)
+{
+	struct handed drained = { 0 }, discarded = { 0 };
+	struct tu_latch started, release;
+	struct tu_blocker b[2];
+	tpe_future_t *f[20];
+	int count = 0, i, rc;
+	tpe_t *p;
+	void *res;
+
+	(void)state;
+	tpe__per_worker_spin_ns = 0;
+	p = pw_pool_with(2, (struct tu_pool_opts){ .discard = count_handed,
+	    .discard_ctx = &discarded });
+	assert_true(TU_EVENTUALLY(sleepers(p) == 2, EV_TIMEOUT));
+	tu_latch_init(&started, 2);
+	tu_latch_init(&release, 1);
+	for (i = 0; i < 2; i++) {
+		b[i] = (struct tu_blocker){ &started, &release, NULL, 0 };
+		assert_int_equal(tpe_execute(p, tu_blocker_fn, &b[i]), 0);
+	}
+	tu_fill_queue(p, 100, tu_count_fn, &count, 0);
+	for (i = 0; i < 20; i++)
+		assert_int_equal(tpe_submit(p, twice_fn, NULL, &f[i]), 0);
+	assert_true(tu_latch_wait_for(&started, TU_WAIT_BOUND));
+	assert_int_equal(tpe_shutdown_now(p, count_handed, &drained), 0);
+	assert_int_equal(tpe_execute(p, tu_count_fn, &count), ECANCELED);
+	tu_latch_count_down(&release);
+	assert_int_equal(tpe_await_termination(p, -1), 0);
+	/* The blockers ran; nothing else started, all came back once. */
+	assert_int_equal(tu_ran(&b[0]) + tu_ran(&b[1]), 2);
+	assert_int_equal(tu_load(&count), 0);
+	assert_int_equal(tu_load(&drained.fn) + tu_load(&discarded.fn), 100);
+	assert_int_equal(tu_load(&drained.fut) + tu_load(&discarded.fut), 20);
+	for (i = 0; i < 20; i++) {
+		rc = tpe_future_get(f[i], 0, &res);
+		assert_int_equal(rc, ECANCELED);
+		assert_true(tpe_future_is_cancelled(f[i]));
+		tpe_future_release(f[i]);
+	}
+	assert_int_equal(tu_stats(p).completed, 2);
+	assert_int_equal(tpe_destroy(p), 0);
+	tu_latch_destroy(&started);
+	tu_latch_destroy(&release);
+}
+
+/* ---- exactly once under racing submitters and shutdowns --------------- */
+
+#define STRESS_SUBMITTERS 4
+
+struct stress {
+	tpe_t *pool;
+	unsigned char *seen;     /* per task: runs + hand-backs (atomic) */
+	unsigned char *accepted; /* per task: 1 when tpe_execute said 0 */
+	size_t per;              /* tasks per submitter */
+	pthread_barrier_t start;
+	unsigned long progress;  /* atomic: submissions so far */
+};
+
+struct stress_sub {
+	struct stress *st;
+	size_t first;
+	pthread_t thread;
+};
+
+static void
+stress_task(void *arg)
+{
+	__atomic_add_fetch((unsigned char *)arg, 1, __ATOMIC_RELAXED);
+}
+
+static void
+stress_handback(tpe_fn fn, void *arg, void *ctx)
+{
+	(void)fn;
+	(void)ctx;
+	__atomic_add_fetch((unsigned char *)arg, 1, __ATOMIC_RELAXED);
+}
+
+static void *
+stress_submitter(void *arg)
+{
+	struct stress_sub *s = arg;
+	struct stress *st = s->st;
+	size_t i;
+	int rc;
+
+	pthread_barrier_wait(&st->start);
+	for (i = s->first; i < s->first + st->per; i++) {
+		rc = tpe_execute(st->pool, stress_task, &st->seen[i]);
+		if (rc == 0)
+			st->accepted[i] = 1;
+		else if (rc != ECANCELED)
+			return (void *)(uintptr_t)1;
+		__atomic_add_fetch(&st->progress, 1, __ATOMIC_RELAXED);
+	}
+	return NULL;
+}
+
+/* One round: mode 0 destroy at the end, 1 shutdown, 2 shutdown-now, at
+ * a random point of the submissions. */
+static void
+stress_round(size_t per, int mode, unsigned seed)
+{
+	struct stress_sub subs[STRESS_SUBMITTERS];
+	size_t n = per * STRESS_SUBMITTERS, i, bad = 0;
+	unsigned long trigger = (unsigned long)(rand_r(&seed) % (n + 1));
+	struct stress st;
+	void *ret;
+	int k;
+
+	memset(&st, 0, sizeof(st));
+	st.per = per;
+	st.seen = calloc(n, 1);
+	st.accepted = calloc(n, 1);
+	assert_non_null(st.seen);
+	assert_non_null(st.accepted);
+	st.pool = pw_pool_with(2, (struct tu_pool_opts){
+	    .discard = stress_handback });
+	assert_int_equal(pthread_barrier_init(&st.start, NULL,
+	    STRESS_SUBMITTERS + 1), 0);
+	for (k = 0; k < STRESS_SUBMITTERS; k++) {
+		subs[k] = (struct stress_sub){ &st, (size_t)k * per, 0 };
+		assert_int_equal(pthread_create(&subs[k].thread, NULL,
+		    stress_submitter, &subs[k]), 0);
+	}
+	pthread_barrier_wait(&st.start);
+	if (mode != 0) {
+		while (__atomic_load_n(&st.progress, __ATOMIC_RELAXED) <
+		    trigger)
+			sched_yield();
+		if (mode == 1)
+			assert_int_equal(tpe_shutdown(st.pool), 0);
+		else
+			assert_int_equal(tpe_shutdown_now(st.pool,
+			    stress_handback, NULL), 0);
+	}
+	for (k = 0; k < STRESS_SUBMITTERS; k++) {
+		assert_int_equal(pthread_join(subs[k].thread, &ret), 0);
+		assert_null(ret);
+	}
+	assert_int_equal(tpe_destroy(st.pool), 0);
+	for (i = 0; i < n; i++) {
+		/* Accepted: ran or came back exactly once; refused: never. */
+		if (st.seen[i] != st.accepted[i] && bad++ < 5)
+			print_error("mode %d task %zu: accepted %d, ran or "
+			    "handed back %d times\n", mode, i, st.accepted[i],
+			    st.seen[i]);
+	}
+	assert_int_equal(bad, 0);
+	pthread_barrier_destroy(&st.start);
+	free(st.seen);
+	free(st.accepted);
+}
+
+static void
+test_per_worker_exactly_once_stress(void **state)
+{
+	size_t per = rounds_from_env("TPE_PW_STRESS_TASKS", 200000);
+	unsigned seed = (unsigned)tu_now_ns();
+	int mode;
+
+	(void)state;
+	print_message("# seed %u, %d x %zu tasks a round\n", seed,
+	    STRESS_SUBMITTERS, per);
+	for (mode = 0; mode < 3; mode++)
+		stress_round(per, mode, seed + (unsigned)mode);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_per_worker_attr_rules, reset_spin),
+		cmocka_unit_test_setup(test_per_worker_fixed_pool, reset_spin),
+		cmocka_unit_test_setup(test_per_worker_runs_all_exact_stats,
+		    reset_spin),
+		cmocka_unit_test_setup(
+		    test_per_worker_wait_idle_and_stats_meanwhile, reset_spin),
+		cmocka_unit_test_setup(test_per_worker_no_lost_wakeup,
+		    reset_spin),
+		cmocka_unit_test_setup(test_per_worker_idle_uses_no_cpu,
+		    reset_spin),
+		cmocka_unit_test_setup(test_per_worker_steals_from_held_worker,
+		    reset_spin),
+		cmocka_unit_test_setup(test_per_worker_watcher_steals_one_by_one,
+		    reset_spin),
+		cmocka_unit_test_setup(test_per_worker_futures_and_hooks,
+		    reset_spin),
+		cmocka_unit_test_setup(test_per_worker_pause_resume,
+		    reset_spin),
+		cmocka_unit_test_setup(
+		    test_per_worker_shutdown_drains_then_rejects, reset_spin),
+		cmocka_unit_test_setup(
+		    test_per_worker_shutdown_now_hands_back_all, reset_spin),
+		cmocka_unit_test_setup(test_per_worker_exactly_once_stress,
+		    reset_spin),
+	};
+
+	tu_time_bound(0);
+	/* TPE_TEST_FILTER=test_per_worker_no_lost_wakeup runs one case
+	 * (the mutant check of the sleep protocol). */
+	if (getenv("TPE_TEST_FILTER") != NULL)
+		cmocka_set_test_filter(getenv("TPE_TEST_FILTER"));
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
