@@ -61,10 +61,10 @@
  * batch of more than one task makes the same check after its busy store
  * (the pushes behind the first may have landed while it was not yet
  * awake, and a sleeper may have gone deep then). Either the pusher (or
- * the worker) wakes a watcher or the sleeper watches. So a task pushed behind a worker stuck
- * in a long task (or into the batch it holds back) never waits for that
- * task with idle workers asleep; and a lone task to an idle pool wakes one
- * worker only.
+ * the worker) wakes a watcher or the sleeper watches. So a task pushed
+ * behind a worker stuck in a long task (or into the batch it holds back)
+ * never waits for that task with idle workers asleep; and a lone task to
+ * an idle pool wakes one worker only.
  *
  * Steal rule: an idle worker (spinning, or a watcher's look every
  * WATCH_NS) takes from another awake worker first the rest of the batch
@@ -92,7 +92,7 @@
  * woken. The pool's changes (shutdown, pause, resume) bump `gen` after
  * their change and then every slot's wake_seq (pw_wake_all), and the owner
  * reads gen after its marker and before it sleeps: the same argument. A
- * waker that wants a sleeper (set_awake) takes its marker away with a CAS
+ * waker that wants a sleeper (wake_one) takes its marker away with a CAS
  * and bumps its wake_seq: the same again. Removing the re-check (the head
  * and gen tests inside the loop) loses wake-ups: test_per_worker's
  * no_lost_wakeup fails without it.
@@ -157,7 +157,7 @@ int64_t tpe__per_worker_spin_ns = 50000;
 #define RETURNS_MAX 65536
 /* How many slots after a sleeping one a push looks at for an awake one. */
 #define PICK_TRIES 3
-/* How often a watcher looks for a worker stuck in one task (ns). */
+/* How often a watcher looks for tasks an awake worker holds back (ns). */
 #define WATCH_NS 1000000
 
 struct slot {

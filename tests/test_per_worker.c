@@ -504,42 +504,48 @@ test_per_worker_shutdown_now_hands_back_all(void **state)
 }
 
 /*
- * The rest of a batch: one worker, paused while a blocker and ten tasks
- * are submitted, takes all eleven at once on resume; shutdown-now finds
- * its stack empty, and the worker hands the ten back through the discard
- * callback once the blocker returns.
+ * The rest of a batch: one worker, held by a first blocker while a second
+ * blocker and ten tasks are pushed onto its stack, takes all eleven at
+ * once when the first returns; shutdown-now finds its stack empty, and the
+ * worker hands the ten back through the discard callback once the second
+ * blocker returns.
  */
 static void
 test_per_worker_shutdown_now_hands_back_batch_rest(void **state)
 {
 	struct handed drained = { 0 }, discarded = { 0 };
-	struct tu_latch started, release;
-	struct tu_blocker b;
-	int count = 0;
+	struct tu_latch started[2], release[2];
+	struct tu_blocker b[2];
+	int count = 0, i;
 	tpe_t *p;
 
 	(void)state;
 	p = pw_pool_with(1, (struct tu_pool_opts){ .discard = count_handed,
 	    .discard_ctx = &discarded });
-	tu_latch_init(&started, 1);
-	tu_latch_init(&release, 1);
-	b = (struct tu_blocker){ &started, &release, NULL, 0 };
-	assert_int_equal(tpe_pause(p), 0);
-	assert_int_equal(tpe_execute(p, tu_blocker_fn, &b), 0);
+	for (i = 0; i < 2; i++) {
+		tu_latch_init(&started[i], 1);
+		tu_latch_init(&release[i], 1);
+		b[i] = (struct tu_blocker){ &started[i], &release[i], NULL, 0 };
+	}
+	assert_int_equal(tpe_execute(p, tu_blocker_fn, &b[0]), 0);
+	assert_true(tu_latch_wait_for(&started[0], TU_WAIT_BOUND));
+	assert_int_equal(tpe_execute(p, tu_blocker_fn, &b[1]), 0);
 	tu_fill_queue(p, 10, tu_count_fn, &count, 0);
-	assert_int_equal(tpe_resume(p), 0);
-	assert_true(tu_latch_wait_for(&started, TU_WAIT_BOUND));
+	tu_latch_count_down(&release[0]);
+	assert_true(tu_latch_wait_for(&started[1], TU_WAIT_BOUND));
 	assert_int_equal(tu_stats(p).queued, 10);
 	assert_int_equal(tpe_shutdown_now(p, count_handed, &drained), 0);
 	assert_int_equal(tu_load(&drained.fn), 0);
-	tu_latch_count_down(&release);
+	tu_latch_count_down(&release[1]);
 	assert_int_equal(tpe_await_termination(p, -1), 0);
 	assert_int_equal(tu_load(&count), 0);
 	assert_int_equal(tu_load(&discarded.fn), 10);
 	assert_int_equal(tu_stats(p).queued, 0);
 	assert_int_equal(tpe_destroy(p), 0);
-	tu_latch_destroy(&started);
-	tu_latch_destroy(&release);
+	for (i = 0; i < 2; i++) {
+		tu_latch_destroy(&started[i]);
+		tu_latch_destroy(&release[i]);
+	}
 }
 
 /* ---- exactly once under racing submitters and shutdowns --------------- */
