@@ -51,9 +51,20 @@
  * to sleep at once: spinners take the CPU the submitters need, and one
  * awake worker finds what there is. A sleeper sleeps without a timeout
  * (`deep`) when no other worker is awake, else as a watcher (`watchers`)
- * that wakes every WATCH_NS to steal. A worker that wakes up while every
- * sleeper sleeps deep wakes one to be the watcher (set_awake; Dekker pair
- * with the deep sleeper's second look at the busy flags, seq_cst both).
+ * that wakes every WATCH_NS to steal. A push that lands behind an awake
+ * worker (it did not replace a SLEEP marker) while sleepers sleep but none
+ * watches wakes one to watch. Dekker pair, seq_cst both sides: the pusher
+ * pushes, then loads `deep` and `watchers`; a sleeper counts itself in
+ * `deep`, then looks at the busy flags and watches instead if a worker is
+ * awake. A worker sets busy before it takes its SLEEP marker back, so a
+ * push that lands after that finds it awake; and a worker that takes a
+ * batch of more than one task makes the same check after its busy store
+ * (the pushes behind the first may have landed while it was not yet
+ * awake, and a sleeper may have gone deep then). Either the pusher (or
+ * the worker) wakes a watcher or the sleeper watches. So a task pushed
+ * behind a worker stuck in a long task (or into the batch it holds back)
+ * never waits for that task with idle workers asleep; and a lone task to
+ * an idle pool wakes one worker only.
  *
  * Steal rule: an idle worker (spinning, or a watcher's look every
  * WATCH_NS) takes from another awake worker first the rest of the batch
@@ -81,7 +92,7 @@
  * woken. The pool's changes (shutdown, pause, resume) bump `gen` after
  * their change and then every slot's wake_seq (pw_wake_all), and the owner
  * reads gen after its marker and before it sleeps: the same argument. A
- * waker that wants a sleeper (set_awake) takes its marker away with a CAS
+ * waker that wants a sleeper (wake_one) takes its marker away with a CAS
  * and bumps its wake_seq: the same again. Removing the re-check (the head
  * and gen tests inside the loop) loses wake-ups: test_per_worker's
  * no_lost_wakeup fails without it.
@@ -146,7 +157,7 @@ int64_t tpe__per_worker_spin_ns = 50000;
 #define RETURNS_MAX 65536
 /* How many slots after a sleeping one a push looks at for an awake one. */
 #define PICK_TRIES 3
-/* How often a watcher looks for a worker stuck in one task (ns). */
+/* How often a watcher looks for tasks an awake worker holds back (ns). */
 #define WATCH_NS 1000000
 
 struct slot {
@@ -184,9 +195,12 @@ struct pw_queue {
 	size_t next_slot __attribute__((aligned(TPE__CACHE_LINE)));
 	unsigned gen;             /* A: bumped after each change of the pool */
 	int paused;               /* A: pool->paused, copied under L */
-	int spinner;              /* A: 1 while a worker spins (one at most) */
 	size_t deep;              /* A: workers asleep with no timeout */
 	size_t watchers;          /* A: workers asleep with a timeout */
+	/* Written at each start and end of a spin: away from the above,
+	 * which every push reads. */
+	int spinner __attribute__((aligned(TPE__CACHE_LINE))); /* A: 1 while
+							 * a worker spins */
 };
 
 static inline bool
@@ -319,18 +333,28 @@ wake_one(struct pw_queue *pq, const struct slot *me)
 }
 
 /*
- * The worker is awake (after its start or a sleep). When every other
- * sleeper sleeps without a timeout, one is woken, to sleep again as the
- * watcher while this one is awake. Dekker with a worker going into a deep
- * sleep (sleep_until_work): busy, then `deep`, seq_cst both.
+ * Tasks wait behind awake worker `s`: when sleepers sleep but none
+ * watches, wakes one to watch (Design notes). seq_cst loads, after the
+ * caller's push or its busy store: the Dekker pair of a sleeper's count
+ * in `deep` and its look at the busy flags.
  */
 static void
-set_awake(struct pw_queue *pq, struct slot *me)
+ensure_watcher(struct pw_queue *pq, const struct slot *s)
+{
+	if (pq->n > 1 && __atomic_load_n(&pq->deep, __ATOMIC_SEQ_CST) > 0 &&
+	    __atomic_load_n(&pq->watchers, __ATOMIC_SEQ_CST) == 0)
+		wake_one(pq, s);
+}
+
+/*
+ * The worker is awake (after its start, a sleep or a pause): seq_cst, and
+ * before it takes its SLEEP marker back, so that a push that lands after
+ * that sees it awake (the watcher pair, Design notes).
+ */
+static void
+set_awake(struct slot *me)
 {
 	__atomic_store_n(&me->busy, 1, __ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&pq->deep, __ATOMIC_SEQ_CST) > 0 &&
-	    __atomic_load_n(&pq->watchers, __ATOMIC_SEQ_CST) == 0)
-		wake_one(pq, me);
 }
 
 /* Before a thief's CAS, which is a release: a waiter that reads the head
@@ -468,6 +492,8 @@ pw_submit(struct tpe__queue *q, tpe_fn fn, void *arg, struct tpe_future *f)
 	}
 	if (old == SLEEP)
 		seq_wake(s); /* the marker is gone: wake its owner */
+	else
+		ensure_watcher(pq, s); /* t waits behind an awake worker */
 	return 0;
 }
 
@@ -581,6 +607,10 @@ run_batch(struct pw_queue *pq, struct slot *me, struct tpe__task *h)
 	struct tpe__task *fifo = reverse(h), *t, *done = NULL, *last = NULL;
 	size_t n = 0;
 
+	/* Tasks wait behind the first: pushed, maybe, before this worker
+	 * was awake, when no push could see it awake (Design notes). */
+	if (fifo->next != NULL)
+		ensure_watcher(pq, me);
 	while ((t = fifo) != NULL) {
 		/* Between tasks: pause waits, shutdown-now hands back. */
 		if (__atomic_load_n(&pq->paused, __ATOMIC_RELAXED))
@@ -702,11 +732,11 @@ sleep_until_work(struct pw_queue *pq, struct slot *me, unsigned gen)
 		if (pq->n > 1 && (h = steal(pq, me)) != NULL)
 			break;
 	}
-	/* Take the marker back if no push replaced it. */
+	/* Awake first, then take the marker back if no push replaced it. */
+	set_awake(me);
 	expect = SLEEP;
 	__atomic_compare_exchange_n(&me->head, &expect, NULL, false,
 	    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED);
-	set_awake(pq, me);
 	return h;
 }
 
@@ -743,7 +773,7 @@ idle(struct pw_queue *pq, struct slot *me, struct tpe__task **hp)
 		/* Holding nothing: idle for tpe_wait_idle meanwhile. */
 		set_asleep(pq, me);
 		wait_while_paused(pq, me);
-		set_awake(pq, me);
+		set_awake(me);
 		return GO_ON;
 	}
 	h = spin(pq, me, gen);
@@ -767,7 +797,7 @@ pw_worker_loop(struct tpe__queue *q)
 	/* Fixed pool: exactly one worker per slot, never replaced. */
 	TPE__ASSERT(i < pq->n);
 	me = &pq->slots[i];
-	set_awake(pq, me);
+	set_awake(me);
 	for (;;) {
 		h = take_own(me);
 		st = h != NULL ? GO_ON : idle(pq, me, &h);

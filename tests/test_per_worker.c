@@ -451,8 +451,9 @@ count_handed(tpe_fn fn, void *arg, void *ctx)
  * shutdown-now hands back every task that never started: those on the
  * stacks to the drained callback; those a worker took in its batch behind
  * its running task, and any pushed later, to the discard callback. With
- * no spin, the first push wakes a sleeping worker while the next ones
- * land, so its batch often holds more than the blocker.
+ * no spin, the second blocker lands behind the first (a sleeping worker
+ * is passed over), in the first one's batch, and the other worker must
+ * take it from there (the rest of a batch can be stolen).
  */
 static void
 test_per_worker_shutdown_now_hands_back_all(void **state)
@@ -476,10 +477,11 @@ test_per_worker_shutdown_now_hands_back_all(void **state)
 		b[i] = (struct tu_blocker){ &started, &release, NULL, 0 };
 		assert_int_equal(tpe_execute(p, tu_blocker_fn, &b[i]), 0);
 	}
+	/* Both workers held: nothing else can start before shutdown-now. */
+	assert_true(tu_latch_wait_for(&started, TU_WAIT_BOUND));
 	tu_fill_queue(p, 100, tu_count_fn, &count, 0);
 	for (i = 0; i < 20; i++)
 		assert_int_equal(tpe_submit(p, twice_fn, NULL, &f[i]), 0);
-	assert_true(tu_latch_wait_for(&started, TU_WAIT_BOUND));
 	assert_int_equal(tpe_shutdown_now(p, count_handed, &drained), 0);
 	assert_int_equal(tpe_execute(p, tu_count_fn, &count), ECANCELED);
 	tu_latch_count_down(&release);
@@ -499,6 +501,51 @@ test_per_worker_shutdown_now_hands_back_all(void **state)
 	assert_int_equal(tpe_destroy(p), 0);
 	tu_latch_destroy(&started);
 	tu_latch_destroy(&release);
+}
+
+/*
+ * The rest of a batch: one worker, held by a first blocker while a second
+ * blocker and ten tasks are pushed onto its stack, takes all eleven at
+ * once when the first returns; shutdown-now finds its stack empty, and the
+ * worker hands the ten back through the discard callback once the second
+ * blocker returns.
+ */
+static void
+test_per_worker_shutdown_now_hands_back_batch_rest(void **state)
+{
+	struct handed drained = { 0 }, discarded = { 0 };
+	struct tu_latch started[2], release[2];
+	struct tu_blocker b[2];
+	int count = 0, i;
+	tpe_t *p;
+
+	(void)state;
+	p = pw_pool_with(1, (struct tu_pool_opts){ .discard = count_handed,
+	    .discard_ctx = &discarded });
+	for (i = 0; i < 2; i++) {
+		tu_latch_init(&started[i], 1);
+		tu_latch_init(&release[i], 1);
+		b[i] = (struct tu_blocker){ &started[i], &release[i], NULL, 0 };
+	}
+	assert_int_equal(tpe_execute(p, tu_blocker_fn, &b[0]), 0);
+	assert_true(tu_latch_wait_for(&started[0], TU_WAIT_BOUND));
+	assert_int_equal(tpe_execute(p, tu_blocker_fn, &b[1]), 0);
+	tu_fill_queue(p, 10, tu_count_fn, &count, 0);
+	tu_latch_count_down(&release[0]);
+	assert_true(tu_latch_wait_for(&started[1], TU_WAIT_BOUND));
+	assert_int_equal(tu_stats(p).queued, 10);
+	assert_int_equal(tpe_shutdown_now(p, count_handed, &drained), 0);
+	assert_int_equal(tu_load(&drained.fn), 0);
+	tu_latch_count_down(&release[1]);
+	assert_int_equal(tpe_await_termination(p, -1), 0);
+	assert_int_equal(tu_load(&count), 0);
+	assert_int_equal(tu_load(&discarded.fn), 10);
+	assert_int_equal(tu_stats(p).queued, 0);
+	assert_int_equal(tpe_destroy(p), 0);
+	for (i = 0; i < 2; i++) {
+		tu_latch_destroy(&started[i]);
+		tu_latch_destroy(&release[i]);
+	}
 }
 
 /* ---- exactly once under racing submitters and shutdowns --------------- */
@@ -650,6 +697,9 @@ main(void)
 		    test_per_worker_shutdown_drains_then_rejects, reset_spin),
 		cmocka_unit_test_setup(
 		    test_per_worker_shutdown_now_hands_back_all, reset_spin),
+		cmocka_unit_test_setup(
+		    test_per_worker_shutdown_now_hands_back_batch_rest,
+		    reset_spin),
 		cmocka_unit_test_setup(test_per_worker_exactly_once_stress,
 		    reset_spin),
 	};
