@@ -497,6 +497,20 @@ pw_submit(struct tpe__queue *q, tpe_fn fn, void *arg, struct tpe_future *f)
 	return 0;
 }
 
+/* A detached stack (newest first) turned oldest first, or back. */
+static struct tpe__task *
+reverse(struct tpe__task *h)
+{
+	struct tpe__task *fifo = NULL, *next;
+
+	for (; h != NULL; h = next) {
+		next = h->next;
+		h->next = fifo;
+		fifo = h;
+	}
+	return fifo;
+}
+
 /* The owner takes its whole stack; NULL when it is empty. */
 static struct tpe__task *
 take_own(struct slot *me)
@@ -511,8 +525,6 @@ take_own(struct slot *me)
 	TPE__ASSERT(h == NULL || is_task(h));
 	return h;
 }
-
-static struct tpe__task *reverse(struct tpe__task *h);
 
 /*
  * Takes from an awake other worker the rest of the batch behind its
@@ -554,19 +566,6 @@ steal(struct pw_queue *pq, struct slot *me)
 /* ---- the worker ------------------------------------------------------- */
 
 enum step { GO_ON, LEAVE, FORKED };
-
-static struct tpe__task *
-reverse(struct tpe__task *h)
-{
-	struct tpe__task *fifo = NULL, *next;
-
-	for (; h != NULL; h = next) {
-		next = h->next;
-		h->next = fifo;
-		fifo = h;
-	}
-	return fifo;
-}
 
 /* Shutdown-now: the tasks the worker holds go to the discard callback. */
 static enum step
