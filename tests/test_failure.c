@@ -1071,6 +1071,77 @@ test_failure_worker_exits_before_its_id_is_stored(void **state)
 	assert_int_equal(tpe_destroy(late_id_pool), 0);
 }
 
+/* ---- a per-worker pool starts its workers in tpe_create ----------------- */
+
+/*
+ * TPE_QUEUE_PER_WORKER starts every worker in tpe_create: when the k-th
+ * thread cannot be started (for every k), tpe_create says EAGAIN, writes
+ * no pool, and the k workers already started have run their start and
+ * exit hooks and ended; the terminated hook never runs (tpe_create(3)).
+ */
+static int pw_starts, pw_exits, pw_terminated; /* atomic */
+
+static void
+pw_on_start(tpe_t *pool, void *ctx)
+{
+	(void)pool;
+	(void)ctx;
+	__atomic_add_fetch(&pw_starts, 1, __ATOMIC_SEQ_CST);
+}
+
+static void
+pw_on_exit(tpe_t *pool, void *ctx)
+{
+	(void)pool;
+	(void)ctx;
+	__atomic_add_fetch(&pw_exits, 1, __ATOMIC_SEQ_CST);
+}
+
+static void
+pw_on_terminated(tpe_t *pool, void *ctx)
+{
+	(void)pool;
+	(void)ctx;
+	__atomic_add_fetch(&pw_terminated, 1, __ATOMIC_SEQ_CST);
+}
+
+static void
+test_failure_per_worker_create_eagain(void **state)
+{
+	tpe_attr_t *a;
+	tpe_t *pool;
+	long k;
+	int rc;
+
+	(void)state;
+	assert_int_equal(tpe_attr_create(&a), 0);
+	assert_int_equal(tpe_attr_set_pool_size(a, 3, 3), 0);
+	assert_int_equal(tpe_attr_set_queue(a, TPE_QUEUE_PER_WORKER, 0), 0);
+	assert_int_equal(tpe_attr_set_thread_hooks(a, pw_on_start,
+	    pw_on_exit, NULL), 0);
+	assert_int_equal(tpe_attr_set_terminated_hook(a, pw_on_terminated,
+	    NULL), 0);
+	for (k = 0; k < 3; k++) {
+		pw_starts = pw_exits = pw_terminated = 0;
+		pool = (tpe_t *)&k; /* sentinel: must stay unwritten */
+		fault_arm(&create_fault, k, 1, false);
+		rc = tpe_create(&pool, a);
+		assert_int_equal(fault_disarm(&create_fault), 1);
+		assert_int_equal(rc, EAGAIN);
+		assert_ptr_equal(pool, (tpe_t *)&k);
+		assert_int_equal(tu_load(&pw_starts), k);
+		assert_int_equal(tu_load(&pw_exits), k);
+		assert_int_equal(tu_load(&pw_terminated), 0);
+	}
+	/* With no fault it works. */
+	pw_starts = pw_exits = 0;
+	assert_int_equal(tpe_create(&pool, a), 0);
+	finish(pool);
+	assert_int_equal(tu_load(&pw_starts), 3);
+	assert_int_equal(tu_load(&pw_exits), 3);
+	tpe_attr_destroy(a);
+}
+
 int
 main(void)
 {
@@ -1097,6 +1168,7 @@ main(void)
 		cmocka_unit_test(test_failure_create_error_is_eagain),
 		cmocka_unit_test(test_failure_shutdown_refusal_needs_no_memory),
 		cmocka_unit_test(test_failure_worker_exits_before_its_id_is_stored),
+		cmocka_unit_test(test_failure_per_worker_create_eagain),
 	};
 
 	tu_time_bound(0);
