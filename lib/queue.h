@@ -204,6 +204,10 @@ int tpe__queue_per_worker_create(struct tpe__queue **q, size_t workers);
  * per-worker queue's workers sleep or are going to. */
 extern int64_t tpe__per_worker_spin_ns;
 size_t tpe__queue_per_worker_sleepers(const struct tpe__queue *q);
+/* White-box tests: called (when set) by a thief after it marked itself
+ * awake and before it takes another worker's tasks, so that a test can
+ * let the owner take them first (the steal then fails). */
+extern void (*tpe__per_worker_steal_hook)(void);
 
 /*
  * After a lock-free offer, without the lock: whether a sleeping worker

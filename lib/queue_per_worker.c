@@ -71,7 +71,10 @@
  * behind its running task (its oldest tasks), else its whole stack, and
  * runs it oldest first. So a worker stuck in a long task strands nothing:
  * what it holds back and what is pushed onto its stack are taken within
- * WATCH_NS by a watcher, at once by a spinner.
+ * WATCH_NS by a watcher, at once by a spinner. A thief marks itself awake
+ * before it takes (the tpe_wait_idle paragraph below); a watcher whose
+ * steal finds the tasks gone (the owner took them first) marks itself
+ * asleep again before it sleeps on.
  *
  * Order: tasks that one thread submits to one slot are pushed in order and
  * each detach runs them oldest first, but the slot a task goes to depends
@@ -151,6 +154,8 @@
  * (several microseconds on a virtual machine). A variable, read when a
  * spin starts, so that white-box tests can make workers sleep at once. */
 int64_t tpe__per_worker_spin_ns = 50000;
+/* White-box tests (queue.h): NULL outside them. */
+void (*tpe__per_worker_steal_hook)(void);
 /* Spin steps between looks at the clock and at other stacks. */
 #define SPIN_CHECK 64
 /* The pool's node return stack may hold this many (node.c). */
@@ -526,6 +531,16 @@ take_own(struct slot *me)
 	return h;
 }
 
+static inline void
+steal_hook(void)
+{
+	void (*hook)(void) = __atomic_load_n(&tpe__per_worker_steal_hook,
+	    __ATOMIC_RELAXED);
+
+	if (hook != NULL)
+		hook();
+}
+
 /*
  * Takes from an awake other worker the rest of the batch behind its
  * running task (its oldest tasks), else its whole stack; NULL if none.
@@ -544,6 +559,7 @@ steal(struct pw_queue *pq, struct slot *me)
 			continue;
 		if (__atomic_load_n(&v->rest, __ATOMIC_RELAXED) != NULL) {
 			set_busy(me);
+			steal_hook();
 			/* Acquire: pairs with the owner's release store of
 			 * rest (run_batch), for the links. */
 			h = __atomic_exchange_n(&v->rest, NULL,
@@ -555,6 +571,7 @@ steal(struct pw_queue *pq, struct slot *me)
 		if (!is_task(h))
 			continue;
 		set_busy(me);
+		steal_hook();
 		/* seq_cst (acquire): pairs with the pushes' CAS. */
 		if (__atomic_compare_exchange_n(&v->head, &h, NULL, false,
 		    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
@@ -730,6 +747,11 @@ sleep_until_work(struct pw_queue *pq, struct slot *me, unsigned gen)
 		 * push onto this stack still wakes it. */
 		if (pq->n > 1 && (h = steal(pq, me)) != NULL)
 			break;
+		/* A steal that marked this worker awake and then found the
+		 * tasks gone (their owner took them first) leaves it awake:
+		 * asleep again, or tpe_wait_idle would wait for it forever
+		 * and other workers would watch it instead of sleeping. */
+		set_asleep(pq, me);
 	}
 	/* Awake first, then take the marker back if no push replaced it. */
 	set_awake(me);

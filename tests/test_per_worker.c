@@ -306,6 +306,69 @@ test_per_worker_watcher_steals_one_by_one(void **state)
 	steal_case(true);
 }
 
+/*
+ * A watcher's steal that finds nothing after all must leave the thief
+ * asleep for tpe_wait_idle: the thief marks itself awake before it takes
+ * (Design notes), and when the owner took its tasks first, that mark must
+ * go again. Built exactly: worker A holds a task with t2 on its stack, the
+ * watcher B finds t2 and, from the steal hook, lets A take and run t2
+ * before its own CAS fails. Before the fix B slept on marked awake and
+ * tpe_wait_idle never returned.
+ */
+static struct tu_latch *failed_steal_release, *failed_steal_t2;
+static int failed_steal_hooked; /* atomic */
+
+static void
+failed_steal_hook(void)
+{
+	if (__atomic_exchange_n(&failed_steal_hooked, 1, __ATOMIC_SEQ_CST))
+		return;
+	tu_latch_count_down(failed_steal_release);
+	if (!tu_latch_wait_for(failed_steal_t2, TU_WAIT_BOUND))
+		fprintf(stderr, "failed steal: t2 did not run\n");
+}
+
+static void
+test_per_worker_failed_steal_leaves_thief_asleep(void **state)
+{
+	struct tu_latch started, release, t2;
+	struct tu_blocker b;
+	struct tpe_stats s;
+	tpe_t *p;
+
+	(void)state;
+	tpe__per_worker_spin_ns = 0;
+	p = pw_pool(2);
+	tu_latch_init(&started, 1);
+	tu_latch_init(&release, 1);
+	tu_latch_init(&t2, 1);
+	failed_steal_release = &release;
+	failed_steal_t2 = &t2;
+	__atomic_store_n(&failed_steal_hooked, 0, __ATOMIC_SEQ_CST);
+	b = (struct tu_blocker){ &started, &release, NULL, 0 };
+	assert_int_equal(tpe_execute(p, tu_blocker_fn, &b), 0);
+	assert_true(tu_latch_wait_for(&started, TU_WAIT_BOUND));
+	/* The other worker sleeps: t2 goes behind the held one, and the
+	 * push wakes the sleeper as the watcher that will try to steal. */
+	assert_true(TU_EVENTUALLY(sleepers(p) == 1, EV_TIMEOUT));
+	__atomic_store_n(&tpe__per_worker_steal_hook, failed_steal_hook,
+	    __ATOMIC_SEQ_CST);
+	assert_int_equal(tpe_execute(p, latch_fn, &t2), 0);
+	assert_true(tu_latch_wait_for(&t2, TU_WAIT_BOUND));
+	assert_int_equal(tpe_wait_idle(p, EV_TIMEOUT), 0);
+	__atomic_store_n(&tpe__per_worker_steal_hook, NULL, __ATOMIC_SEQ_CST);
+	assert_int_equal(__atomic_load_n(&failed_steal_hooked,
+	    __ATOMIC_SEQ_CST), 1);
+	s = tu_stats(p);
+	assert_int_equal(s.completed, 2);
+	assert_int_equal(s.active, 0);
+	assert_int_equal(s.idle, 2);
+	assert_int_equal(tpe_destroy(p), 0);
+	tu_latch_destroy(&started);
+	tu_latch_destroy(&release);
+	tu_latch_destroy(&t2);
+}
+
 /* ---- futures and hooks ------------------------------------------------ */
 
 struct hooks {
@@ -688,6 +751,9 @@ main(void)
 		cmocka_unit_test_setup(test_per_worker_steals_from_held_worker,
 		    reset_spin),
 		cmocka_unit_test_setup(test_per_worker_watcher_steals_one_by_one,
+		    reset_spin),
+		cmocka_unit_test_setup(
+		    test_per_worker_failed_steal_leaves_thief_asleep,
 		    reset_spin),
 		cmocka_unit_test_setup(test_per_worker_futures_and_hooks,
 		    reset_spin),
