@@ -626,6 +626,30 @@ tpe_shutdown(tpe_t *pool)
 	return 0;
 }
 
+/*
+ * Hands the tasks a drain removed (out) to cb outside the lock; L held on
+ * entry and, when it returns true, on return. Termination waits until they
+ * are all handed back (handing_back). False: cb forked and this is the
+ * child (the lock is not held; touch nothing of the pool, as tpe_shutdown).
+ */
+static bool
+hand_back_removed_locked(tpe_t *pool, struct tpe__task_list *out,
+    tpe_handback_fn cb, void *ctx)
+{
+	TPE__ASSERT_HELD(&pool->lock);
+	if (out->count == 0)
+		return true;
+	pool->handing_back++;
+	tpe__pool_notify_idle_locked(pool);
+	tpe__mutex_unlock(&pool->lock);
+	if (!tpe__task_hand_back_list(pool, out, cb, ctx))
+		return false;
+	tpe__mutex_lock(&pool->lock);
+	TPE__ASSERT(pool->handing_back > 0);
+	pool->handing_back--;
+	return true;
+}
+
 int
 tpe_shutdown_now(tpe_t *pool, tpe_handback_fn drained, void *ctx)
 {
@@ -646,17 +670,8 @@ tpe_shutdown_now(tpe_t *pool, tpe_handback_fn drained, void *ctx)
 	}
 	pool->queue->ops->remove_if(pool->queue, match_all, NULL, SIZE_MAX,
 	    &out);
-	if (out.count > 0) {
-		/* Termination waits until every task is handed back. */
-		pool->handing_back++;
-		tpe__pool_notify_idle_locked(pool);
-		tpe__mutex_unlock(&pool->lock);
-		if (!tpe__task_hand_back_list(pool, &out, drained, ctx))
-			return 0; /* forked in drained: see tpe_shutdown */
-		tpe__mutex_lock(&pool->lock);
-		TPE__ASSERT(pool->handing_back > 0);
-		pool->handing_back--;
-	}
+	if (!hand_back_removed_locked(pool, &out, drained, ctx))
+		return 0; /* forked in drained: see tpe_shutdown */
 	unlock_and_terminate(pool);
 	return 0;
 }
@@ -982,16 +997,8 @@ tpe_purge(tpe_t *pool, size_t *purged)
 	    SIZE_MAX, &out);
 	if (purged != NULL)
 		*purged = out.count;
-	if (out.count > 0) {
-		pool->handing_back++;
-		tpe__pool_notify_idle_locked(pool);
-		tpe__mutex_unlock(&pool->lock);
-		if (!tpe__task_hand_back_list(pool, &out, cb, ctx))
-			return 0; /* forked in cb: see tpe_shutdown */
-		tpe__mutex_lock(&pool->lock);
-		TPE__ASSERT(pool->handing_back > 0);
-		pool->handing_back--;
-	}
+	if (!hand_back_removed_locked(pool, &out, cb, ctx))
+		return 0; /* forked in cb: see tpe_shutdown */
 	unlock_and_terminate(pool);
 	return 0;
 }
