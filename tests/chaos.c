@@ -1362,8 +1362,10 @@ main(int argc, char **argv)
 	    " + refused %" PRIu64 " (%" PRIu64 " submitted from tasks)\n",
 	    fig.attempted, fig.accepted, fig.refused, fig.child_tasks);
 	printf("chaos: accepted %" PRIu64 " = ran %" PRIu64 " + handed back %"
-	    PRIu64 " + removed %" PRIu64 " (handler took %" PRIu64 ")\n",
-	    fig.accepted, fig.ran, fig.handed, fig.removed, fig.handler_took);
+	    PRIu64 " + removed %" PRIu64 "\n", fig.accepted, fig.ran,
+	    fig.handed, fig.removed);
+	printf("chaos:   the custom handler took %" PRIu64 "; cancelled while "
+	    "it held them %" PRIu64 "\n", fig.handler_took, fig.cancelled_held);
 	for (k = 0; k < NACTORS; k++)
 		printf("chaos:   %-15s attempted %8" PRIu64 " accepted %8"
 		    PRIu64 "\n", actors[k].name, fig.per_actor[k][0],

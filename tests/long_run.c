@@ -35,7 +35,7 @@
 #include "tpe.h"
 
 #define NSUB 2
-#define BATCH 4096
+#define BATCH 512
 #define POOLS 4   /* the run is split over this many pools in turn */
 
 static uint64_t
@@ -156,8 +156,8 @@ submitter(void *arg)
 		}
 		/* A pause longer than the keep-alive, now and then: the
 		 * workers time out, the next batch starts new ones. */
-		if (rnd_next(&s->rs) % 4 == 0)
-			sleep_ns((int64_t)(rnd_next(&s->rs) % 2000) * 1000);
+		if (rnd_next(&s->rs) % 2 == 0)
+			sleep_ns((int64_t)(rnd_next(&s->rs) % 1500) * 1000);
 		if (rnd_next(&s->rs) % 8 == 0)
 			(void)tpe_set_keep_alive(pool, 1000 +
 			    (int64_t)(rnd_next(&s->rs) % 1000000));
