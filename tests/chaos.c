@@ -87,19 +87,22 @@ int __wrap_posix_memalign(void **p, size_t align, size_t size);
 int __wrap_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
     void *(*start)(void *), void *arg);
 
-/* One call in `fault_one_in` fails while armed (0: none); atomics. */
+/* One call in `fault_one_in` fails while armed (0: none), and one
+ * pthread_create in fault_one_in / 16, which is called far less; atomics. */
 static unsigned fault_one_in;
 static uint64_t faults_malloc, faults_create;
 static __thread uint64_t fault_rs;
 
 static bool
-fault_now(void)
+fault_now(unsigned div)
 {
-	unsigned n = __atomic_load_n(&fault_one_in, __ATOMIC_RELAXED);
+	unsigned n = __atomic_load_n(&fault_one_in, __ATOMIC_RELAXED) / div;
 	uint64_t x;
 
-	if (n == 0)
+	if (__atomic_load_n(&fault_one_in, __ATOMIC_RELAXED) == 0)
 		return false;
+	if (n < 2)
+		n = 2;
 	if (fault_rs == 0)
 		fault_rs = ((uint64_t)(uintptr_t)&fault_rs * 0x9e3779b97f4a7c15) | 1;
 	x = fault_rs;
@@ -113,7 +116,7 @@ fault_now(void)
 void *
 __wrap_malloc(size_t size)
 {
-	if (fault_now()) {
+	if (fault_now(1)) {
 		__atomic_add_fetch(&faults_malloc, 1, __ATOMIC_RELAXED);
 		errno = ENOMEM;
 		return NULL;
@@ -124,7 +127,7 @@ __wrap_malloc(size_t size)
 void *
 __wrap_calloc(size_t n, size_t size)
 {
-	if (fault_now()) {
+	if (fault_now(1)) {
 		__atomic_add_fetch(&faults_malloc, 1, __ATOMIC_RELAXED);
 		errno = ENOMEM;
 		return NULL;
@@ -135,7 +138,7 @@ __wrap_calloc(size_t n, size_t size)
 int
 __wrap_posix_memalign(void **p, size_t align, size_t size)
 {
-	if (fault_now()) {
+	if (fault_now(1)) {
 		__atomic_add_fetch(&faults_malloc, 1, __ATOMIC_RELAXED);
 		return ENOMEM;
 	}
@@ -148,7 +151,7 @@ __wrap_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
 {
 	static const int errs[] = { EAGAIN, EAGAIN, ENOMEM, EPERM };
 
-	if (fault_now()) {
+	if (fault_now(16)) {
 		uint64_t k = __atomic_add_fetch(&faults_create, 1,
 		    __ATOMIC_RELAXED);
 
