@@ -1310,6 +1310,12 @@ on_alarm(int sig)
 	_exit(1);
 }
 
+static void *
+warm_up(void *arg)
+{
+	return arg;
+}
+
 static unsigned long
 env_ul(const char *name, unsigned long dflt)
 {
@@ -1339,6 +1345,14 @@ main(int argc, char **argv)
 	if (tasks < MAX_SUBMITTERS)
 		tasks = MAX_SUBMITTERS;
 	signal(SIGALRM, on_alarm);
+	{
+		/* A first thread, so that runtime threads started with it
+		 * (ThreadSanitizer's) are there before any count. */
+		pthread_t t;
+
+		xthread(&t, warm_up, NULL);
+		pthread_join(t, NULL);
+	}
 	printf("chaos: seed=0x%" PRIx64 " seconds=%lu rounds=%lu tasks<=%u "
 	    "faults=1/%u (repeat with TPE_CHAOS_SEED=0x%" PRIx64 ")\n", seed,
 	    seconds, rounds, tasks, faults, seed);
