@@ -53,7 +53,6 @@
  * gives the task id to the API and returns its result.
  */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -65,10 +64,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "tpe.h"
+
+#include "stressutil.h"
 
 #define MAX_SUBMITTERS 4
 #define MAX_REPORTS 30
@@ -180,77 +180,6 @@ xthread(pthread_t *t, void *(*fn)(void *), void *arg)
 		fprintf(stderr, "chaos: cannot start a thread\n");
 		exit(2);
 	}
-}
-
-/* ---- random numbers (xorshift64*), time, threads ---------------------- */
-
-static uint64_t
-rnd_next(uint64_t *s)
-{
-	uint64_t x = *s;
-
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	*s = x;
-	return x * UINT64_C(2685821657736338717);
-}
-
-static unsigned
-rnd(uint64_t *s, unsigned n)
-{
-	return n ? (unsigned)(rnd_next(s) % n) : 0;
-}
-
-static int64_t
-now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static void
-sleep_ns(int64_t ns)
-{
-	struct timespec ts = { ns / 1000000000, ns % 1000000000 };
-
-	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-		;
-}
-
-/* The threads of this process, from /proc/self/task (-1: unreadable). */
-static int
-thread_count(void)
-{
-	DIR *d = opendir("/proc/self/task");
-	struct dirent *e;
-	int n = 0;
-
-	if (d == NULL)
-		return -1;
-	while ((e = readdir(d)) != NULL)
-		if (e->d_name[0] != '.')
-			n++;
-	closedir(d);
-	return n;
-}
-
-/*
- * Waits (1 s at most) for the count to come back to `want`: a joined
- * thread may stay listed for a moment after pthread_join returned, while
- * the kernel finishes its exit. A thread the pool did not join stays.
- */
-static int
-thread_count_settled(int want)
-{
-	int64_t end = now_ns() + 1000000000;
-	int n;
-
-	while ((n = thread_count()) != want && now_ns() < end)
-		sleep_ns(1000000);
-	return n;
 }
 
 /* ---- figures and violations ------------------------------------------- */
@@ -549,7 +478,7 @@ static int
 give_typed(struct round *r, struct slot *s, uint64_t *rs)
 {
 	return tpe_execute_typed(r->pool, slot_run, s,
-	    (enum tpe_invocation)rnd(rs, 3));
+	    (enum tpe_invocation)su_rnd(rs, 3));
 }
 
 static int
@@ -576,7 +505,7 @@ give_submit(struct round *r, struct slot *s, uint64_t *rs)
 		return rc;
 	}
 	add(&fig.futures, 1);
-	switch (rnd(rs, 8)) {
+	switch (su_rnd(rs, 8)) {
 	case 0:
 		s->cancel_rc = tpe_future_cancel(f);
 		CHECK(s->cancel_rc == 0 || s->cancel_rc == EBUSY,
@@ -587,7 +516,7 @@ give_submit(struct round *r, struct slot *s, uint64_t *rs)
 		tpe_future_release(f);
 		return 0;
 	case 2:
-		rc = tpe_future_get(f, rnd(rs, 2) ? 0 : 100000, &res);
+		rc = tpe_future_get(f, su_rnd(rs, 2) ? 0 : 100000, &res);
 		CHECK(rc == 0 || rc == ETIMEDOUT || rc == ECANCELED,
 		    "slot %u: get = %d", s->id, rc);
 		CHECK(rc != 0 || res == s, "slot %u: wrong result", s->id);
@@ -603,7 +532,7 @@ give_remove(struct round *r, struct slot *s, uint64_t *rs)
 {
 	int rc = tpe_execute(r->pool, slot_run, s), rr;
 
-	if (rc != 0 || rnd(rs, 2))
+	if (rc != 0 || su_rnd(rs, 2))
 		return rc;
 	rr = tpe_remove(r->pool, slot_run, s);
 	if (rr == 0)
@@ -632,7 +561,7 @@ pick_actor(uint64_t *rs)
 
 	for (k = 0; k < NACTORS; k++)
 		total += actors[k].weight;
-	x = rnd(rs, total);
+	x = su_rnd(rs, total);
 	for (k = 0; x >= actors[k].weight; k++)
 		x -= actors[k].weight;
 	return (int)k;
@@ -685,7 +614,7 @@ task_body(struct slot *s)
 		int rc;
 
 		__atomic_store_n(&r->stopped, 1, __ATOMIC_SEQ_CST);
-		if (rnd(&rs, 2))
+		if (su_rnd(&rs, 2))
 			rc = tpe_shutdown(r->pool);
 		else
 			rc = tpe_shutdown_now(r->pool, handback, r);
@@ -698,7 +627,7 @@ task_body(struct slot *s)
 		}
 		return;
 	}
-	switch (rnd(&rs, 16)) {
+	switch (su_rnd(&rs, 16)) {
 	case 0:
 	case 1:
 		/* A child task, from inside the pool. */
@@ -773,7 +702,7 @@ submitter_main(void *arg)
 		    "ECANCELED", s->id, rc);
 		if (rc == ECANCELED)
 			cancelled = true;
-		if (rnd(&rs, 64) == 0)
+		if (su_rnd(&rs, 64) == 0)
 			sched_yield();
 	}
 	return NULL;
@@ -809,18 +738,18 @@ chaos_main(void *arg)
 			if (r->end == END_SHUTDOWN)
 				rc = tpe_shutdown(r->pool);
 			else
-				rc = tpe_shutdown_now(r->pool, rnd(&rs, 4) ?
+				rc = tpe_shutdown_now(r->pool, su_rnd(&rs, 4) ?
 				    handback : NULL, r);
 			CHECK(rc == 0, "%s = %d", end_names[r->end], rc);
 		}
 		if (done)
 			break;
 		add(&fig.chaos_ops, 1);
-		switch (rnd(&rs, 12)) {
+		switch (su_rnd(&rs, 12)) {
 		case 0:
-			max = 1 + rnd(&rs, 8);
-			core = rnd(&rs, (unsigned)max + 1);
-			if (r->per_worker && rnd(&rs, 2)) {
+			max = 1 + su_rnd(&rs, 8);
+			core = su_rnd(&rs, (unsigned)max + 1);
+			if (r->per_worker && su_rnd(&rs, 2)) {
 				core = r->core;
 				max = r->max;
 			}
@@ -834,11 +763,11 @@ chaos_main(void *arg)
 			break;
 		case 1:
 			rc = tpe_set_keep_alive(r->pool,
-			    (int64_t)rnd(&rs, 2000) * 1000);
+			    (int64_t)su_rnd(&rs, 2000) * 1000);
 			expect(rc, "set_keep_alive", EINVAL, -1, -1);
 			break;
 		case 2:
-			allow = rnd(&rs, 2);
+			allow = su_rnd(&rs, 2);
 			rc = tpe_set_allow_core_timeout(r->pool, allow);
 			expect(rc, "set_allow_core_timeout", EINVAL, -1, -1);
 			CHECK(!r->per_worker || !allow || rc == EINVAL,
@@ -862,7 +791,7 @@ chaos_main(void *arg)
 			    "purge = %d", rc);
 			break;
 		case 5:
-			s = &r->slots[rnd(&rs, r->n_main)];
+			s = &r->slots[su_rnd(&rs, r->n_main)];
 			rc = tpe_remove(r->pool, slot_run, s);
 			if (rc == 0)
 				s->removed = 1;  /* only this thread sets it here */
@@ -871,7 +800,7 @@ chaos_main(void *arg)
 				    r->per_worker), "remove = %d", rc);
 			break;
 		case 6:
-			rc = tpe_wait_idle(r->pool, rnd(&rs, 2) ? 0 : 200000);
+			rc = tpe_wait_idle(r->pool, su_rnd(&rs, 2) ? 0 : 200000);
 			expect(rc, "wait_idle", ETIMEDOUT, -1, -1);
 			break;
 		case 7:
@@ -882,7 +811,7 @@ chaos_main(void *arg)
 			check_stats(r->pool, "chaos");
 			break;
 		default:
-			sleep_ns((int64_t)rnd(&rs, 200) * 1000);
+			su_sleep_ns((int64_t)su_rnd(&rs, 200) * 1000);
 			break;
 		}
 	}
@@ -908,19 +837,19 @@ round_attr(struct round *r, uint64_t *rs)
 	int64_t ka;
 	int rc;
 
-	r->kind = rnd(rs, 4);
-	r->policy = rnd(rs, 2);
-	r->rej = rnd(rs, 5);
-	r->core = rnd(rs, 4);
-	r->max = r->core + 1 + rnd(rs, 6);
+	r->kind = su_rnd(rs, 4);
+	r->policy = su_rnd(rs, 2);
+	r->rej = su_rnd(rs, 5);
+	r->core = su_rnd(rs, 4);
+	r->max = r->core + 1 + su_rnd(rs, 6);
 	r->per_worker = r->kind == TPE_QUEUE_PER_WORKER;
 	if (r->per_worker) {
 		r->core = r->max;
 		r->policy = TPE_POLICY_QUEUE_FIRST;
 	}
 	if (r->kind == TPE_QUEUE_BOUNDED)
-		cap = 1 + rnd(rs, 32);
-	ka = (int64_t)rnd(rs, 3000) * 1000;   /* 0 .. 3 ms */
+		cap = 1 + su_rnd(rs, 32);
+	ka = (int64_t)su_rnd(rs, 3000) * 1000;   /* 0 .. 3 ms */
 	rc = tpe_attr_create(&a);
 	if (rc != 0) {
 		fprintf(stderr, "chaos: tpe_attr_create = %d\n", rc);
@@ -931,8 +860,8 @@ round_attr(struct round *r, uint64_t *rs)
 	    tpe_attr_set_policy(a, (enum tpe_policy)r->policy) ||
 	    tpe_attr_set_keep_alive(a, ka == 0 ? 1000 : ka) ||
 	    tpe_attr_set_allow_core_timeout(a, !r->per_worker &&
-	    rnd(rs, 2)) ||
-	    tpe_attr_set_reserved_threads(a, (int)rnd(rs, 4) - 1) ||
+	    su_rnd(rs, 2)) ||
+	    tpe_attr_set_reserved_threads(a, (int)su_rnd(rs, 4) - 1) ||
 	    tpe_attr_set_task_hooks(a, hook_before, hook_after, r) ||
 	    tpe_attr_set_thread_hooks(a, hook_start, hook_exit, r) ||
 	    tpe_attr_set_terminated_hook(a, hook_terminated, r) ||
@@ -967,7 +896,7 @@ round_create(struct round *r, tpe_attr_t *a, int threads0)
 		add(&fig.create_refused, 1);
 		CHECK(r->faults && (rc == ENOMEM || rc == EAGAIN),
 		    "tpe_create = %d", rc);
-		CHECK(thread_count_settled(threads0) == threads0,
+		CHECK(su_thread_count_settled(threads0) == threads0,
 		    "tpe_create failed and left threads");
 		if (!r->faults)
 			exit(1);
@@ -1064,17 +993,17 @@ run_round(uint64_t *rs, unsigned max_tasks, unsigned fault_every)
 	pthread_t chaos;
 	tpe_attr_t *a;
 	struct tpe_stats st;
-	int threads0 = thread_count(), n, rc;
+	int threads0 = su_thread_count(), n, rc;
 	unsigned i, k;
 
 	alarm(ROUND_BOUND_S);
-	r->seed = rnd_next(rs) | 1;
-	r->faults = fault_every != 0 && rnd(rs, fault_every) == 0;
-	r->end = (enum end_mode)rnd(rs, 4);
-	r->nsub = 1 + rnd(rs, MAX_SUBMITTERS);
-	r->n_main = r->nsub + rnd(rs, max_tasks);
+	r->seed = su_rnd_next(rs) | 1;
+	r->faults = fault_every != 0 && su_rnd(rs, fault_every) == 0;
+	r->end = (enum end_mode)su_rnd(rs, 4);
+	r->nsub = 1 + su_rnd(rs, MAX_SUBMITTERS);
+	r->n_main = r->nsub + su_rnd(rs, max_tasks);
 	r->n_child = r->n_main / 4 + 1;
-	r->trigger = rnd(rs, r->n_main);
+	r->trigger = su_rnd(rs, r->n_main);
 	r->slots = xcalloc(r->n_main + r->n_child, sizeof(*r->slots));
 	for (i = 0; i < r->n_main + r->n_child; i++) {
 		r->slots[i].r = r;
@@ -1090,7 +1019,7 @@ run_round(uint64_t *rs, unsigned max_tasks, unsigned fault_every)
 		    round_no, r->n_main, r->nsub, round_desc);
 	if (r->faults) {
 		fig.fault_rounds++;
-		__atomic_store_n(&fault_one_in, 8 + rnd(rs, 120),
+		__atomic_store_n(&fault_one_in, 8 + su_rnd(rs, 120),
 		    __ATOMIC_SEQ_CST);
 	}
 	round_create(r, a, threads0);
@@ -1146,7 +1075,7 @@ run_round(uint64_t *rs, unsigned max_tasks, unsigned fault_every)
 	    PRIu64, r->before, r->after);
 	CHECK(r->on_start == r->on_exit, "thread start hooks %" PRIu64
 	    " != exit hooks %" PRIu64, r->on_start, r->on_exit);
-	n = thread_count_settled(threads0);
+	n = su_thread_count_settled(threads0);
 	CHECK(n == threads0, "%d threads after the round, %d before", n,
 	    threads0);
 	check_slots(r);
@@ -1187,7 +1116,7 @@ strat_produce(void *ctx, tpe_fn *fn, void **arg, enum tpe_invocation *type)
 	CHECK(__atomic_add_fetch(&st->in_producer, 1, __ATOMIC_SEQ_CST) == 1,
 	    "strategy: two producers at once");
 	i = __atomic_load_n(&st->next, __ATOMIC_SEQ_CST);
-	if (i >= st->n || rnd(&st->rs, 16) == 0) {
+	if (i >= st->n || su_rnd(&st->rs, 16) == 0) {
 		/* Nothing now: somebody calls produce again later. */
 		__atomic_sub_fetch(&st->in_producer, 1, __ATOMIC_SEQ_CST);
 		return false;
@@ -1195,7 +1124,7 @@ strat_produce(void *ctx, tpe_fn *fn, void **arg, enum tpe_invocation *type)
 	__atomic_store_n(&st->next, i + 1, __ATOMIC_SEQ_CST);
 	*fn = strat_task;
 	*arg = &st->consumed[i];
-	*type = (enum tpe_invocation)rnd(&st->rs, 3);
+	*type = (enum tpe_invocation)su_rnd(&st->rs, 3);
 	__atomic_sub_fetch(&st->in_producer, 1, __ATOMIC_SEQ_CST);
 	return true;
 }
@@ -1231,21 +1160,21 @@ run_strategy(uint64_t *rs)
 	struct tpe_strategy_stats ss;
 	tpe_attr_t *a;
 	tpe_t *pool;
-	unsigned i, mode = rnd(rs, 4);
-	size_t max = 1 + rnd(rs, 6);
-	int threads0 = thread_count(), rc, tries;
+	unsigned i, mode = su_rnd(rs, 4);
+	size_t max = 1 + su_rnd(rs, 6);
+	int threads0 = su_thread_count(), rc, tries;
 
 	memset(&st, 0, sizeof(st));
-	st.n = 100 + rnd(rs, 2000);
-	st.rs = rnd_next(rs) | 1;
+	st.n = 100 + su_rnd(rs, 2000);
+	st.rs = su_rnd_next(rs) | 1;
 	st.consumed = xcalloc(st.n, sizeof(int));
 	if (tpe_attr_create(&a) != 0 ||
-	    tpe_attr_set_pool_size(a, rnd(rs, (unsigned)max + 1), max) != 0 ||
-	    tpe_attr_set_policy(a, (enum tpe_policy)rnd(rs, 2)) != 0 ||
-	    tpe_attr_set_queue(a, TPE_QUEUE_BOUNDED, 1 + rnd(rs, 8)) != 0 ||
-	    tpe_attr_set_rejection(a, (enum tpe_rejection)rnd(rs, 2)) != 0 ||
-	    tpe_attr_set_reserved_threads(a, (int)rnd(rs, 3)) != 0 ||
-	    tpe_attr_set_keep_alive(a, 1000 + rnd(rs, 1000000)) != 0 ||
+	    tpe_attr_set_pool_size(a, su_rnd(rs, (unsigned)max + 1), max) != 0 ||
+	    tpe_attr_set_policy(a, (enum tpe_policy)su_rnd(rs, 2)) != 0 ||
+	    tpe_attr_set_queue(a, TPE_QUEUE_BOUNDED, 1 + su_rnd(rs, 8)) != 0 ||
+	    tpe_attr_set_rejection(a, (enum tpe_rejection)su_rnd(rs, 2)) != 0 ||
+	    tpe_attr_set_reserved_threads(a, (int)su_rnd(rs, 3)) != 0 ||
+	    tpe_attr_set_keep_alive(a, 1000 + su_rnd(rs, 1000000)) != 0 ||
 	    tpe_create(&pool, a) != 0 ||
 	    tpe_strategy_create(&st.s, pool, strat_produce, &st,
 	    (enum tpe_strategy_mode)mode) != 0) {
@@ -1269,7 +1198,7 @@ run_strategy(uint64_t *rs)
 		rc = tpe_strategy_destroy(st.s);
 		if (rc != EBUSY || tries == 10000)
 			break;
-		sleep_ns(100000);
+		su_sleep_ns(100000);
 	}
 	CHECK(rc == 0, "strategy_destroy = %d", rc);
 	CHECK(ss.pc + ss.pic + ss.pec + ss.epc == st.n, "strategy (mode %u): "
@@ -1281,7 +1210,7 @@ run_strategy(uint64_t *rs)
 	for (i = 0; i < st.n; i++)
 		CHECK(st.consumed[i] == 1, "strategy (mode %u) task %u "
 		    "consumed %d times", mode, i, st.consumed[i]);
-	CHECK(thread_count_settled(threads0) == threads0,
+	CHECK(su_thread_count_settled(threads0) == threads0,
 	    "strategy round left threads");
 	fig.strat_pc += ss.pc;
 	fig.strat_pic += ss.pic;
@@ -1310,12 +1239,6 @@ on_alarm(int sig)
 	_exit(1);
 }
 
-static void *
-warm_up(void *arg)
-{
-	return arg;
-}
-
 static unsigned long
 env_ul(const char *name, unsigned long dflt)
 {
@@ -1341,27 +1264,21 @@ main(int argc, char **argv)
 		rounds = strtoul(argv[2], NULL, 0);
 	seed = getenv("TPE_CHAOS_SEED") != NULL ?
 	    env_ul("TPE_CHAOS_SEED", 0) :
-	    (uint64_t)now_ns() ^ ((uint64_t)getpid() << 32);
+	    (uint64_t)su_now_ns() ^ ((uint64_t)getpid() << 32);
 	if (tasks < MAX_SUBMITTERS)
 		tasks = MAX_SUBMITTERS;
 	signal(SIGALRM, on_alarm);
-	{
-		/* A first thread, so that runtime threads started with it
-		 * (ThreadSanitizer's) are there before any count. */
-		pthread_t t;
-
-		xthread(&t, warm_up, NULL);
-		pthread_join(t, NULL);
-	}
+	/* Each round counts threads from here on. */
+	(void)su_thread_baseline(__real_pthread_create);
 	printf("chaos: seed=0x%" PRIx64 " seconds=%lu rounds=%lu tasks<=%u "
 	    "faults=1/%u (repeat with TPE_CHAOS_SEED=0x%" PRIx64 ")\n", seed,
 	    seconds, rounds, tasks, faults, seed);
 	fflush(stdout);
 	rs = seed | 1;
-	t0 = now_ns();
+	t0 = su_now_ns();
 	budget = (int64_t)seconds * 1000000000;
 	while ((rounds == 0 || fig.rounds < rounds) &&
-	    now_ns() - t0 < budget && violations == 0) {
+	    su_now_ns() - t0 < budget && violations == 0) {
 		round_no++;
 		run_round(&rs, tasks, faults);
 		if (round_no % 4 == 0) {
@@ -1373,7 +1290,7 @@ main(int argc, char **argv)
 	printf("chaos: %" PRIu64 " rounds in %.1f s (%" PRIu64 " with faults; "
 	    "ends: %" PRIu64 " destroy, %" PRIu64 " shutdown, %" PRIu64
 	    " shutdown_now, %" PRIu64 " by a task)\n", fig.rounds,
-	    (double)(now_ns() - t0) / 1e9, fig.fault_rounds, fig.ends[0],
+	    (double)(su_now_ns() - t0) / 1e9, fig.fault_rounds, fig.ends[0],
 	    fig.ends[1], fig.ends[2], fig.ends[3]);
 	printf("chaos: tasks attempted %" PRIu64 " = accepted %" PRIu64
 	    " + refused %" PRIu64 " (%" PRIu64 " submitted from tasks)\n",

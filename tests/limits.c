@@ -19,7 +19,6 @@
  * set (this program is linked with -Wl,--wrap=pthread_create).
  */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -30,26 +29,13 @@
 
 #include "tpe.h"
 
+#include "stressutil.h"
+
 int __real_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
     void *(*start)(void *), void *arg);
 int __wrap_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
     void *(*start)(void *), void *arg);
 
-static int
-thread_count(void)
-{
-	DIR *d = opendir("/proc/self/task");
-	struct dirent *e;
-	int n = 0;
-
-	if (d == NULL)
-		return -1;
-	while ((e = readdir(d)) != NULL)
-		if (e->d_name[0] != '.')
-			n++;
-	closedir(d);
-	return n;
-}
 
 static int fake_nproc;  /* I: 0, or the fallback's thread limit */
 
@@ -57,7 +43,7 @@ int
 __wrap_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
     void *(*start)(void *), void *arg)
 {
-	if (fake_nproc > 0 && thread_count() >= fake_nproc)
+	if (fake_nproc > 0 && su_thread_count() >= fake_nproc)
 		return EAGAIN;
 	return __real_pthread_create(thread, attr, start, arg);
 }
@@ -83,12 +69,6 @@ counter(void *arg)
 	__atomic_add_fetch(&ran[(uintptr_t)arg], 1, __ATOMIC_SEQ_CST);
 }
 
-static void *
-warm_up(void *arg)
-{
-	return arg;
-}
-
 int
 main(int argc, char **argv)
 {
@@ -98,17 +78,12 @@ main(int argc, char **argv)
 	unsigned accepted = 0, eagain = 0, enomem = 0, other = 0;
 	unsigned after_ok = 0, after_retries = 0, wrong = 0, nran = 0;
 	int threads0, threads1, rc;
-	pthread_t warm;
 	const char *e = getenv("TPE_LIMITS_FAKE_NPROC");
 	struct tpe_stats st;
 	tpe_attr_t *a;
 	tpe_t *pool;
 
-	/* A first thread, so that runtime threads started with it
-	 * (ThreadSanitizer's) are there before the count. */
-	if (pthread_create(&warm, NULL, warm_up, NULL) == 0)
-		pthread_join(warm, NULL);
-	threads0 = thread_count();
+	threads0 = su_thread_baseline(__real_pthread_create);
 	alarm(240);
 	if (e != NULL)
 		fake_nproc = atoi(e);
@@ -185,11 +160,7 @@ main(int argc, char **argv)
 		    nran, accepted);
 		wrong++;
 	}
-	threads1 = thread_count();
-	for (tries = 0; tries < 1000 && threads1 != threads0; tries++) {
-		usleep(1000);
-		threads1 = thread_count();
-	}
+	threads1 = su_thread_count_settled(threads0);
 	printf("limits: after the burst: %u of %u accepted (%u retries), all "
 	    "ran: %s; threads %d at start, %d at the end\n", after_ok, after,
 	    after_retries, wrong == 0 ? "yes" : "NO", threads0, threads1);

@@ -19,7 +19,6 @@
  * each task ran exactly once, and the statistics agree.
  */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -34,55 +33,15 @@
 
 #include "tpe.h"
 
+#include "stressutil.h"
+
 #define NSUB 2
 #define BATCH 512
 #define POOLS 4   /* the run is split over this many pools in turn */
 
-static uint64_t
-rnd_next(uint64_t *s)
-{
-	uint64_t x = *s;
 
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	*s = x;
-	return x * UINT64_C(2685821657736338717);
-}
 
-static int64_t
-now_ns(void)
-{
-	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static void
-sleep_ns(int64_t ns)
-{
-	struct timespec ts = { ns / 1000000000, ns % 1000000000 };
-
-	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-		;
-}
-
-static int
-thread_count(void)
-{
-	DIR *d = opendir("/proc/self/task");
-	struct dirent *e;
-	int n = 0;
-
-	if (d == NULL)
-		return -1;
-	while ((e = readdir(d)) != NULL)
-		if (e->d_name[0] != '.')
-			n++;
-	closedir(d);
-	return n;
-}
 
 static long
 rss_kib(void)
@@ -156,11 +115,11 @@ submitter(void *arg)
 		}
 		/* A pause longer than the keep-alive, now and then: the
 		 * workers time out, the next batch starts new ones. */
-		if (rnd_next(&s->rs) % 2 == 0)
-			sleep_ns((int64_t)(rnd_next(&s->rs) % 1500) * 1000);
-		if (rnd_next(&s->rs) % 8 == 0)
+		if (su_rnd_next(&s->rs) % 2 == 0)
+			su_sleep_ns((int64_t)(su_rnd_next(&s->rs) % 1500) * 1000);
+		if (su_rnd_next(&s->rs) % 8 == 0)
 			(void)tpe_set_keep_alive(pool, 1000 +
-			    (int64_t)(rnd_next(&s->rs) % 1000000));
+			    (int64_t)(su_rnd_next(&s->rs) % 1000000));
 	}
 	return NULL;
 }
@@ -181,12 +140,6 @@ fail(const char *fmt, ...)
 	failures++;
 }
 
-static void *
-warm_up(void *arg)
-{
-	return arg;
-}
-
 int
 main(int argc, char **argv)
 {
@@ -195,21 +148,16 @@ main(int argc, char **argv)
 	long rss_first = -1, rss_warm = -1, rss_max = 0, rss_last = 0, rss;
 	long allowed_kib;
 	int threads0, threads1;
-	pthread_t warm;
 	unsigned p, k;
-	int64_t t0 = now_ns();
+	int64_t t0 = su_now_ns();
 
-	/* A first thread, so that runtime threads started with it
-	 * (ThreadSanitizer's) are there before the count. */
-	if (pthread_create(&warm, NULL, warm_up, NULL) == 0)
-		pthread_join(warm, NULL);
-	threads0 = thread_count();
+	threads0 = su_thread_baseline(pthread_create);
 	e = getenv("TPE_LONG_RUN_TASKS");
 	ntasks = argc > 1 ? strtoull(argv[1], NULL, 0) :
 	    e != NULL ? strtoull(e, NULL, 0) : 10000000;
 	e = getenv("TPE_LONG_RUN_SEED");
 	seed = e != NULL ? strtoull(e, NULL, 0) :
-	    (uint64_t)now_ns() ^ ((uint64_t)getpid() << 32);
+	    (uint64_t)su_now_ns() ^ ((uint64_t)getpid() << 32);
 	e = getenv("TPE_LONG_RUN_RSS_MB");
 	allowed_kib = (e != NULL ? atol(e) : 64) * 1024;
 	if (ntasks < POOLS * BATCH)
@@ -232,7 +180,7 @@ main(int argc, char **argv)
 		tpe_attr_t *a;
 		uint64_t lo = ntasks / POOLS * p;
 		uint64_t hi = p == POOLS - 1 ? ntasks : lo + ntasks / POOLS;
-		int64_t ka = 1000 + (int64_t)(rnd_next(&rs) % 1000000);
+		int64_t ka = 1000 + (int64_t)(su_rnd_next(&rs) % 1000000);
 		bool scale = p % 2 == 1;
 
 		if (tpe_attr_create(&a) != 0 ||
@@ -251,7 +199,7 @@ main(int argc, char **argv)
 		tpe_attr_destroy(a);
 		next_task = lo;
 		for (k = 0; k < NSUB; k++) {
-			subs[k].rs = rnd_next(&rs) | 1;
+			subs[k].rs = su_rnd_next(&rs) | 1;
 			subs[k].lo = lo;
 			subs[k].hi = hi;
 			if (pthread_create(&subs[k].t, NULL, submitter,
@@ -278,7 +226,7 @@ main(int argc, char **argv)
 			}
 			if (at >= hi)
 				break;
-			sleep_ns(20000000);
+			su_sleep_ns(20000000);
 		}
 		for (k = 0; k < NSUB; k++)
 			pthread_join(subs[k].t, NULL);
@@ -290,11 +238,7 @@ main(int argc, char **argv)
 		completed += st.completed;
 		if (tpe_destroy(pool) != 0)
 			fail("tpe_destroy");
-		threads1 = thread_count();
-		for (k = 0; k < 1000 && threads1 != threads0; k++) {
-			sleep_ns(1000000);
-			threads1 = thread_count();
-		}
+		threads1 = su_thread_count_settled(threads0);
 		if (threads1 != threads0)
 			fail("%d threads after tpe_destroy, %d at the start",
 			    threads1, threads0);
@@ -313,12 +257,12 @@ main(int argc, char **argv)
 		    ", tasks %" PRIu64, submitted, completed, ntasks);
 	printf("long_run: %" PRIu64 " tasks ran once each in %.1f s; %" PRIu64
 	    " refusals retried; %" PRIu64 " worker threads started\n", ntasks,
-	    (double)(now_ns() - t0) / 1e9, refused, starts);
+	    (double)(su_now_ns() - t0) / 1e9, refused, starts);
 	printf("long_run: RSS KiB first %ld, after warm-up %ld, max %ld, last "
 	    "%ld (allowed growth %ld)\n", rss_first, rss_warm, rss_max,
 	    rss_last, allowed_kib);
 	printf("long_run: threads at start %d, after each destroy %d\n",
-	    threads0, thread_count());
+	    threads0, su_thread_count());
 	printf("long_run: %s\n", failures == 0 ? "OK" : "FAILED");
 	free(ran);
 	return failures == 0 ? 0 : 1;
