@@ -6,7 +6,7 @@
 # uninstrumented, since a sanitizer cannot run under an address-space limit.
 # make check-stress runs the long versions.
 #
-# Bounds (environment): CHAOS_SECONDS (default 45) for the chaos stress,
+# Bounds (environment): CHAOS_SECONDS (default 30) for the chaos stress,
 # LONG_RUN_TASKS (default 10^6, where make check-stress runs 10^7) for the
 # long run. Prints the figures and, last, "N passed, N failed".
 
@@ -16,7 +16,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 top=$PWD
 build=_build-chaos
-chaos_seconds=${CHAOS_SECONDS:-45}
+chaos_seconds=${CHAOS_SECONDS:-30}
 long_run_tasks=${LONG_RUN_TASKS:-1000000}
 pass=0
 fail=0

@@ -173,6 +173,10 @@ main(int argc, char **argv)
 		return 2;
 	}
 	memset(ran, 0, ntasks);
+	/* The compiler may turn malloc + memset into calloc, whose pages
+	 * become resident only when written: write each page now. */
+	for (i = 0; i < ntasks; i += 1024)
+		((volatile unsigned char *)ran)[i] = 0;
 
 	for (p = 0; p < POOLS; p++) {
 		struct sub subs[NSUB];
