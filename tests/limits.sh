@@ -59,8 +59,13 @@ if command -v prlimit >/dev/null 2>&1; then
 		status=$?
 	fi
 fi
-if test -z "$method" || test $status -eq 3 || test $status -eq 2; then
-	# No real limit could be set, or it did not bite.
+case $status in
+2 | 3 | 126 | 127) real_failed=yes ;; # setup, no refusal, cannot execute
+*) real_failed=no ;;
+esac
+if test -z "$method" || test $real_failed = yes; then
+	# No real limit could be set, it did not bite, or the program could
+	# not run under it (a build directory that nobody may enter).
 	method="fallback: pthread_create fails past $nproc_limit threads (TPE_LIMITS_FAKE_NPROC)"
 	echo "limits.sh: thread limit: $method"
 	TPE_LIMITS_FAKE_NPROC=$nproc_limit "$prog"
