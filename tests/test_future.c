@@ -782,6 +782,51 @@ test_future_custom_handler_completes_later(void **state)
 	tu_saturation_destroy(&sat);
 }
 
+/* Counts the discard callback's calls. */
+static void
+count_discard(tpe_fn fn, void *arg, void *ctx)
+{
+	(void)fn;
+	(void)arg;
+	tu_count_fn(ctx);
+}
+
+/*
+ * Found by tests/chaos.c: a submit task whose pair a custom handler kept,
+ * cancelled before the pair is called. The cancel succeeds and is the
+ * task's only hand-back (tpe(7), GUARANTEES): calling the pair afterwards
+ * runs nothing, and the discard callback is not called for it.
+ */
+static void
+test_future_cancel_while_handler_keeps_pair(void **state)
+{
+	struct tu_saturation sat;
+	struct callable c = { NULL, NULL, (void *)0x32, 0, 0 };
+	struct kept k = { NULL, NULL, 0 };
+	int discarded = 0;
+	tpe_future_t *f;
+	tpe_t *pool = tu_pool_with(&(struct tu_pool_opts){ .core = 1, .max = 1,
+	    .queue = TPE_QUEUE_HANDOFF, .reject_handler = keep_handler,
+	    .reject_ctx = &k, .discard = count_discard,
+	    .discard_ctx = &discarded });
+	void *res = NULL;
+
+	(void)state;
+	tu_saturate(pool, 1, 0, &sat);
+	assert_int_equal(tpe_submit(pool, callable_fn, &c, &f), 0);
+	assert_int_equal(k.calls, 1);
+	assert_int_equal(tpe_future_cancel(f), 0);
+	assert_true(tpe_future_is_cancelled(f));
+	k.fn(k.arg);          /* the handler keeps its promise: once */
+	assert_int_equal(tu_ran(&c), 0);
+	assert_int_equal(tpe_future_get(f, 0, &res), ECANCELED);
+	tpe_future_release(f);
+	tu_unsaturate(&sat);
+	assert_int_equal(tpe_destroy(pool), 0);
+	assert_int_equal(tu_load(&discarded), 0);
+	tu_saturation_destroy(&sat);
+}
+
 /* ---- races between get, cancel and run -------------------------------- */
 
 struct canceller {
@@ -874,6 +919,7 @@ main(void)
 		cmocka_unit_test(test_future_null_arguments),
 		cmocka_unit_test(test_future_rejection_policies),
 		cmocka_unit_test(test_future_custom_handler_completes_later),
+		cmocka_unit_test(test_future_cancel_while_handler_keeps_pair),
 		cmocka_unit_test(test_future_cancel_run_race),
 	};
 

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# .ci/phase-chaos.sh - the reliability figures, bounded: the chaos stress
+# (tests/chaos.c), the long run (tests/long_run.c) and the limits burst
+# (tests/limits.sh), built with ASan+UBSan; the limits program also
+# uninstrumented, since a sanitizer cannot run under an address-space limit.
+# make check-stress runs the long versions.
+#
+# Bounds (environment): CHAOS_SECONDS (default 30) for the chaos stress,
+# LONG_RUN_TASKS (default 10^6, where make check-stress runs 10^7) for the
+# long run. Prints the figures and, last, "N passed, N failed".
+
+set -uo pipefail
+. "$(dirname "$0")/lib.sh"
+
+cd "$(dirname "$0")/.."
+top=$PWD
+build=_build-chaos
+chaos_seconds=${CHAOS_SECONDS:-30}
+long_run_tasks=${LONG_RUN_TASKS:-1000000}
+pass=0
+fail=0
+start=$(date +%s)
+
+ci_need gcc make util-linux procps
+
+check() {
+	local name=$1 status=$2
+	if ((status == 0)); then
+		pass=$((pass + 1))
+		echo "== chaos: PASS: $name"
+	else
+		fail=$((fail + 1))
+		echo "== chaos: FAIL: $name (status $status)"
+	fi
+}
+
+finish() {
+	echo "== chaos: phase took $(($(date +%s) - start)) s"
+	echo "$pass passed, $fail failed"
+	((fail == 0))
+	exit
+}
+
+# A sanitized program may need address randomisation off (see .ci/run).
+prefix=""
+if [[ -e /proc/sys/kernel/randomize_va_space ]] &&
+    command -v setarch >/dev/null 2>&1; then
+	prefix="setarch $(uname -m) -R"
+fi
+
+echo "== chaos: configure --enable-sanitizers=address,undefined"
+rm -rf "$build"
+mkdir -p "$build"
+if ! (cd "$build" && ../configure --enable-sanitizers=address,undefined) \
+    >"$build.configure.log" 2>&1; then
+	tail -n 40 "$build.configure.log"
+	check "configure" 1
+	finish
+fi
+rm -f "$build.configure.log"
+echo "== chaos: make tests/chaos tests/long_run tests/limits"
+if ! make -C "$build" tests/chaos tests/long_run tests/limits \
+    >"$build/make.log" 2>&1; then
+	tail -n 60 "$build/make.log"
+	check "build" 1
+	finish
+fi
+
+export ASAN_OPTIONS="abort_on_error=0:detect_leaks=1:${ASAN_OPTIONS-}"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS-}"
+
+echo "== chaos: tests/chaos $chaos_seconds (ASan+UBSan)"
+# shellcheck disable=SC2086 # the prefix is words
+timeout -k 10 $((chaos_seconds + 120)) $prefix "$build/tests/chaos" \
+    "$chaos_seconds"
+check "chaos stress, $chaos_seconds s (ASan+UBSan)" $?
+
+echo "== chaos: tests/long_run $long_run_tasks (ASan+UBSan; make check-stress: 10^7)"
+# ASan's quarantine of freed memory would count as growth: keep it small.
+# shellcheck disable=SC2086
+ASAN_OPTIONS="quarantine_size_mb=4:$ASAN_OPTIONS" \
+    timeout -k 10 300 $prefix "$build/tests/long_run" "$long_run_tasks"
+check "long run, $long_run_tasks tasks (ASan+UBSan)" $?
+
+# The limits program once more, uninstrumented: RLIMIT_AS cannot hold a
+# sanitizer's shadow memory. Compiled here in one command, against the
+# configured config.h.
+echo "== chaos: tests/limits, uninstrumented"
+if gcc -std=gnu11 -O1 -pthread -I"$build" -Iinclude -Ilib -o "$build/limits-plain" \
+    lib/*.c tests/limits.c -Wl,--wrap=pthread_create >"$build/plain.log" 2>&1
+then
+	timeout -k 10 300 bash tests/limits.sh "$build/limits-plain" \
+	    >"$build/limits.log" 2>&1
+	status=$?
+	cat "$build/limits.log"
+	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$build/limits.log" |
+	    tail -n 1)
+	if [[ -n $line ]]; then
+		read -r p _ f _ <<<"$line"
+		pass=$((pass + p))
+		fail=$((fail + f))
+		echo "== chaos: limits: $p passed, $f failed"
+	else
+		check "limits" $((status == 0 ? 1 : status))
+	fi
+else
+	cat "$build/plain.log"
+	check "limits build" 1
+fi
+cd "$top" || exit 1
+finish

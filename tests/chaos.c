@@ -1,0 +1,1325 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * chaos.c - the ownership promises of tpe(7) checked at scale, with figures.
+ *
+ *   chaos [seconds [rounds]]
+ *
+ * Environment: TPE_CHAOS_SEED (a seed to repeat a run; printed at the start
+ * and at a failure), TPE_CHAOS_SECONDS (default 60), TPE_CHAOS_ROUNDS
+ * (default: no limit), TPE_CHAOS_TASKS (tasks per round at most, default
+ * 4096), TPE_CHAOS_FAULTS (one round in this many injects malloc and
+ * pthread_create failures, default 4; 0 never), TPE_CHAOS_VERBOSE.
+ *
+ * Each round builds a random pool: every queue kind, both sizing policies,
+ * every rejection policy and a custom handler, random sizes, keep-alive,
+ * core timeout and reserved threads, and every hook (task, thread,
+ * terminated, discard callback). Submitter threads start on a barrier and
+ * give every task id of their share to an "actor" from the table `actors`
+ * (tpe_execute, tpe_execute_typed, tpe_try_execute, tpe_submit with
+ * tpe_future_get / cancel / release, tpe_execute then tpe_remove); a chaos
+ * thread meanwhile resizes, changes the keep-alive and the core timeout,
+ * pauses and resumes, purges, removes, waits for idleness, prestarts and
+ * reads statistics. Tasks submit child tasks, hooks and the rejection
+ * handler call back into the pool. The round ends with tpe_shutdown,
+ * tpe_shutdown_now (the drained callback gets the rest), a task's own
+ * shutdown or shutdown-now, or a plain tpe_destroy. Then, per task id:
+ *   - accepted (0 returned): ran + handed back + removed == 1, where a task
+ *     run by TPE_REJECT_CALLER_RUNS or taken by the custom handler counts
+ *     as run or handed back as it was;
+ *   - refused (an error returned): it did not run and was not handed back,
+ *     and the error is one the function documents;
+ *   - a future agrees: done; tpe_future_get gives the value iff the task
+ *     ran, ECANCELED iff it did not; a cancel that returned 0 means it
+ *     never ran, EBUSY that it ran;
+ *   - after ECANCELED, a submitter sees only ECANCELED;
+ *   - statistics: every snapshot has completed <= submitted; at the end the
+ *     pool is empty (no thread, task, queue entry), the before and after
+ *     hooks ran as often, every thread that started ended, the terminated
+ *     hook ran once, and /proc/self/task has as many threads as before.
+ * Some rounds also drive an execution strategy (tpe_strategy_*) in a random
+ * mode from several threads: each produced task is consumed exactly once
+ * and the strategy's counters add up to the tasks produced.
+ *
+ * In one round out of TPE_CHAOS_FAULTS, malloc, calloc, posix_memalign and
+ * pthread_create fail at random inside the library (this program is linked
+ * with -Wl,--wrap for them, as tests/test_failure.c, and its own
+ * allocations and threads bypass the failures); every refused call must
+ * return a documented error, and all the checks above still hold.
+ *
+ * The seed fixes every round's configuration and choices, not the
+ * interleaving of the threads. Exits 0 when no check failed; a round that
+ * takes longer than a bound is reported as a hang (SIGALRM). New actors
+ * (another API that takes tasks) are one row of `actors`: a function that
+ * gives the task id to the API and returns its result.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tpe.h"
+
+#include "stressutil.h"
+
+#define MAX_SUBMITTERS 4
+#define MAX_REPORTS 30
+#define ROUND_BOUND_S 60   /* a round that takes longer hangs */
+
+/* ---- the wrapped allocator and thread start ---------------------------- */
+
+void *__real_malloc(size_t size);
+void *__real_calloc(size_t n, size_t size);
+int __real_posix_memalign(void **p, size_t align, size_t size);
+int __real_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
+    void *(*start)(void *), void *arg);
+void *__wrap_malloc(size_t size);
+void *__wrap_calloc(size_t n, size_t size);
+int __wrap_posix_memalign(void **p, size_t align, size_t size);
+int __wrap_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
+    void *(*start)(void *), void *arg);
+
+/* One call in `fault_one_in` fails while armed (0: none), and one
+ * pthread_create in fault_one_in / 16, which is called far less; atomics. */
+static unsigned fault_one_in;
+static uint64_t faults_malloc, faults_create;
+static __thread uint64_t fault_rs;
+
+static bool
+fault_now(unsigned div)
+{
+	unsigned n = __atomic_load_n(&fault_one_in, __ATOMIC_RELAXED) / div;
+	uint64_t x;
+
+	if (__atomic_load_n(&fault_one_in, __ATOMIC_RELAXED) == 0)
+		return false;
+	if (n < 2)
+		n = 2;
+	if (fault_rs == 0)
+		fault_rs = ((uint64_t)(uintptr_t)&fault_rs * 0x9e3779b97f4a7c15) | 1;
+	x = fault_rs;
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	fault_rs = x;
+	return (x * UINT64_C(2685821657736338717)) % n == 0;
+}
+
+void *
+__wrap_malloc(size_t size)
+{
+	if (fault_now(1)) {
+		__atomic_add_fetch(&faults_malloc, 1, __ATOMIC_RELAXED);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return __real_malloc(size);
+}
+
+void *
+__wrap_calloc(size_t n, size_t size)
+{
+	if (fault_now(1)) {
+		__atomic_add_fetch(&faults_malloc, 1, __ATOMIC_RELAXED);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return __real_calloc(n, size);
+}
+
+int
+__wrap_posix_memalign(void **p, size_t align, size_t size)
+{
+	if (fault_now(1)) {
+		__atomic_add_fetch(&faults_malloc, 1, __ATOMIC_RELAXED);
+		return ENOMEM;
+	}
+	return __real_posix_memalign(p, align, size);
+}
+
+int
+__wrap_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
+    void *(*start)(void *), void *arg)
+{
+	static const int errs[] = { EAGAIN, EAGAIN, ENOMEM, EPERM };
+
+	if (fault_now(16)) {
+		uint64_t k = __atomic_add_fetch(&faults_create, 1,
+		    __ATOMIC_RELAXED);
+
+		return errs[k % 4];
+	}
+	return __real_pthread_create(thread, attr, start, arg);
+}
+
+/* The harness's own memory and threads never fail on purpose. */
+static void *
+xcalloc(size_t n, size_t size)
+{
+	void *p = __real_calloc(n, size);
+
+	if (p == NULL) {
+		fprintf(stderr, "chaos: out of memory\n");
+		exit(2);
+	}
+	return p;
+}
+
+static void
+xthread(pthread_t *t, void *(*fn)(void *), void *arg)
+{
+	if (__real_pthread_create(t, NULL, fn, arg) != 0) {
+		fprintf(stderr, "chaos: cannot start a thread\n");
+		exit(2);
+	}
+}
+
+/* ---- figures and violations ------------------------------------------- */
+
+static struct figures {
+	uint64_t rounds, fault_rounds, strategy_rounds;
+	uint64_t attempted, accepted, refused, ran, handed, removed;
+	uint64_t handler_took, child_tasks, cancelled_held;
+	uint64_t futures, futures_value, futures_cancelled, cancels_ok;
+	uint64_t strategy_tasks, strat_pc, strat_pic, strat_pec, strat_epc;
+	uint64_t create_refused, ends[4], chaos_ops;
+	uint64_t per_actor[8][2];  /* attempted, accepted */
+} fig;
+
+static pthread_mutex_t report_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned long violations;
+static uint64_t round_no;
+static uint64_t seed;
+static char round_desc[256];
+
+static void violation(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
+
+static void
+violation(const char *fmt, ...)
+{
+	va_list ap;
+
+	pthread_mutex_lock(&report_lock);
+	if (violations++ < MAX_REPORTS) {
+		fprintf(stderr, "VIOLATION (seed 0x%" PRIx64 ", round %" PRIu64
+		    ", %s): ", seed, round_no, round_desc);
+		va_start(ap, fmt);
+		vfprintf(stderr, fmt, ap);
+		va_end(ap);
+		fputc('\n', stderr);
+	}
+	pthread_mutex_unlock(&report_lock);
+}
+
+#define CHECK(cond, ...) do { if (!(cond)) violation(__VA_ARGS__); } while (0)
+
+static void
+add(uint64_t *c, uint64_t n)
+{
+	__atomic_add_fetch(c, n, __ATOMIC_RELAXED);
+}
+
+/* ---- a round's state -------------------------------------------------- */
+
+enum end_mode { END_DESTROY, END_SHUTDOWN, END_SHUTDOWN_NOW, END_BY_TASK };
+static const char *end_names[] = { "destroy", "shutdown", "shutdown_now",
+	"task-shutdown" };
+
+struct round;
+
+/* One task id. Counters are atomics; rc and the rest belong to the
+ * thread that made the attempt until the round's checks. */
+struct slot {
+	struct round *r;
+	unsigned id;
+	int actor;          /* index in actors[], -1: not attempted */
+	int rc;             /* what the actor's call returned */
+	int ran;            /* A: the body ran */
+	int handed;         /* A: handed back (discard, drained, handler) */
+	int removed;        /* tpe_remove returned 0 for it */
+	int cancel_rc;      /* tpe_future_cancel's result, -1 not called */
+	bool is_submit;     /* a tpe_submit task: hand-backs get fn NULL */
+	bool keep_future;   /* f is checked at the end, then released */
+	bool held;          /* A: the custom handler keeps it (deferred) */
+	tpe_future_t *f;
+};
+
+struct deferred {
+	tpe_fn fn;
+	void *arg;
+};
+
+struct round {
+	tpe_t *pool;
+	uint64_t seed;
+	unsigned kind, policy, rej, nsub;
+	size_t core, max;
+	bool per_worker, faults;
+	enum end_mode end;
+	unsigned trigger;            /* END_SHUTDOWN*: after this many attempts;
+				      * END_BY_TASK: the id whose task stops */
+	struct slot *slots;
+	unsigned n_main, n_child;
+	unsigned next_child;         /* A: children claimed */
+	unsigned attempts;           /* A: main attempts so far */
+	int submitters_done;         /* A */
+	pthread_barrier_t start;
+	/* Hook and callback counts (atomics). */
+	uint64_t before, after, on_start, on_exit, terminated;
+	int stopped;                 /* A: a task shut the pool down */
+	/* The custom handler's deferred tasks, run once submitters ended. */
+	pthread_mutex_t dlock;
+	struct deferred *deferred;
+	size_t ndeferred, cap_deferred;
+};
+
+static __thread bool tls_submitter;     /* a submitter thread */
+static __thread bool tls_held;          /* the handler kept the task */
+static __thread struct round *tls_round; /* set on pool threads by on_start */
+
+static void slot_run(void *arg);
+static void *slot_call(void *arg);
+
+/* ---- hooks and callbacks ---------------------------------------------- */
+
+static void
+check_stats(tpe_t *pool, const char *where)
+{
+	struct tpe_stats st;
+	int rc = tpe_get_stats(pool, &st, sizeof(st));
+
+	CHECK(rc == 0, "%s: tpe_get_stats = %d", where, rc);
+	if (rc != 0)
+		return;
+	CHECK(st.completed <= st.submitted, "%s: completed %" PRIu64
+	    " > submitted %" PRIu64, where, st.completed, st.submitted);
+	/* Not checked: pool_size <= largest_pool_size. pool_size counts a
+	 * worker from the moment its start is decided, largest_pool_size
+	 * once its thread exists, so a snapshot taken in between shows
+	 * pool_size one above (reported to the lead; see the report). */
+}
+
+static struct slot *
+slot_of(struct round *r, tpe_fn fn, void *arg)
+{
+	struct slot *s = arg;
+
+	if (fn != NULL && fn != slot_run)
+		return NULL;  /* not one of ours (the handler's pair) */
+	if (s < r->slots || s >= r->slots + r->n_main + r->n_child)
+		return NULL;
+	return s;
+}
+
+static void
+hook_before(tpe_t *pool, tpe_fn fn, void *arg, void *ctx)
+{
+	struct round *r = ctx;
+
+	add(&r->before, 1);
+	CHECK(pool == r->pool, "before hook: wrong pool");
+	/* The custom handler passes a submit task's internal pair on to
+	 * tpe_try_execute, as a plain task: the hooks get that pair. */
+	CHECK(slot_of(r, fn, arg) != NULL || r->rej == 4,
+	    "before hook: a task not ours");
+}
+
+static void
+hook_after(tpe_t *pool, tpe_fn fn, void *arg, void *ctx)
+{
+	struct round *r = ctx;
+	struct slot *s = slot_of(r, fn, arg);
+
+	add(&r->after, 1);
+	CHECK(s != NULL || r->rej == 4, "after hook: a task not ours");
+	if (s != NULL && s->id % 61 == 0)
+		check_stats(pool, "after hook");
+}
+
+static void
+hook_start(tpe_t *pool, void *ctx)
+{
+	struct round *r = ctx;
+
+	add(&r->on_start, 1);
+	tls_round = r;
+	(void)tpe_is_shutdown(pool);
+}
+
+static void
+hook_exit(tpe_t *pool, void *ctx)
+{
+	struct round *r = ctx;
+	int rc = tpe_wait_idle(pool, 1000000);
+
+	add(&r->on_exit, 1);
+	CHECK(rc == EDEADLK, "tpe_wait_idle on a worker = %d, not EDEADLK",
+	    rc);
+	tls_round = NULL;
+}
+
+static void
+hook_terminated(tpe_t *pool, void *ctx)
+{
+	struct round *r = ctx;
+	int rc;
+
+	add(&r->terminated, 1);
+	CHECK(tpe_is_shutdown(pool) && !tpe_is_terminated(pool),
+	    "terminated hook: not in TIDYING");
+	rc = tpe_await_termination(pool, 0);
+	CHECK(rc == ETIMEDOUT, "terminated hook: await(0) = %d", rc);
+	rc = tpe_destroy(pool);
+	CHECK(rc == EDEADLK, "terminated hook: destroy = %d", rc);
+	check_stats(pool, "terminated hook");
+}
+
+static void
+handback(tpe_fn fn, void *arg, void *ctx)
+{
+	struct round *r = ctx;
+	struct slot *s = arg;
+
+	if (s < r->slots || s >= r->slots + r->n_main + r->n_child) {
+		violation("hand-back of an argument not ours (fn %p)",
+		    (void *)(uintptr_t)fn);
+		return;
+	}
+	CHECK(s->is_submit ? fn == NULL : fn == slot_run,
+	    "slot %u: handed back with fn %p", s->id, (void *)(uintptr_t)fn);
+	__atomic_add_fetch(&s->handed, 1, __ATOMIC_SEQ_CST);
+}
+
+/*
+ * The custom rejection handler: refuses, runs the task here, hands it to a
+ * reserved thread of the same pool, takes it as handed back (execute
+ * tasks only: a submit pair must be called), or keeps it to run later
+ * (submitter threads only: those are all joined before the pool ends).
+ */
+static int
+reject_handler(tpe_t *pool, tpe_fn fn, void *arg, void *ctx)
+{
+	struct round *r = ctx;
+	struct slot *s = slot_of(r, fn, arg);
+	unsigned h = (unsigned)(((uintptr_t)arg >> 4) * 2654435761u >> 7) % 6;
+
+	CHECK(pool == r->pool, "handler: wrong pool");
+	switch (h) {
+	case 0:
+		return EAGAIN;
+	case 1:
+		fn(arg);
+		add(&fig.handler_took, 1);
+		return 0;
+	case 2:
+		if (tpe_try_execute(pool, fn, arg) == 0) {
+			add(&fig.handler_took, 1);
+			tls_held = true;  /* passed on: a cancel may win */
+			return 0;
+		}
+		return EAGAIN;
+	case 3:
+		if (s != NULL && !s->is_submit) {
+			__atomic_add_fetch(&s->handed, 1, __ATOMIC_SEQ_CST);
+			add(&fig.handler_took, 1);
+			return 0;
+		}
+		return EAGAIN;
+	default:
+		if (!tls_submitter)
+			return EAGAIN;
+		pthread_mutex_lock(&r->dlock);
+		if (r->ndeferred == r->cap_deferred) {
+			pthread_mutex_unlock(&r->dlock);
+			return EAGAIN;
+		}
+		r->deferred[r->ndeferred++] = (struct deferred){ fn, arg };
+		pthread_mutex_unlock(&r->dlock);
+		/* The pair of a submit task carries the future, not the
+		 * slot: the submitter marks its slot when it sees 0. */
+		tls_held = true;
+		add(&fig.handler_took, 1);
+		return 0;
+	}
+}
+
+/* ---- actors: how a task id is given to the library -------------------- */
+
+/*
+ * An actor gives slot s to one API and returns the call's result; 0 means
+ * the task was accepted: it must then be run, handed back or removed
+ * exactly once. `ok` is the set of documented results besides 0. Tasklet
+ * jobs (tpe_coop_*) and the thpool_* API are to be added here.
+ */
+struct actor {
+	const char *name;
+	int (*give)(struct round *r, struct slot *s, uint64_t *rs);
+	const int *ok;        /* terminated by 0 */
+	unsigned weight;
+};
+
+static int
+give_execute(struct round *r, struct slot *s, uint64_t *rs)
+{
+	(void)rs;
+	return tpe_execute(r->pool, slot_run, s);
+}
+
+static int
+give_typed(struct round *r, struct slot *s, uint64_t *rs)
+{
+	return tpe_execute_typed(r->pool, slot_run, s,
+	    (enum tpe_invocation)su_rnd(rs, 3));
+}
+
+static int
+give_try(struct round *r, struct slot *s, uint64_t *rs)
+{
+	(void)rs;
+	return tpe_try_execute(r->pool, slot_run, s);
+}
+
+static int
+give_submit(struct round *r, struct slot *s, uint64_t *rs)
+{
+	tpe_future_t *f = NULL;
+	void *res;
+	int rc;
+
+	s->is_submit = true;
+	tls_held = false;
+	rc = tpe_submit(r->pool, slot_call, s, &f);
+	s->held = tls_held;
+	if (rc != 0) {
+		CHECK(f == NULL, "slot %u: tpe_submit failed but wrote the "
+		    "future", s->id);
+		return rc;
+	}
+	add(&fig.futures, 1);
+	switch (su_rnd(rs, 8)) {
+	case 0:
+		s->cancel_rc = tpe_future_cancel(f);
+		CHECK(s->cancel_rc == 0 || s->cancel_rc == EBUSY,
+		    "slot %u: cancel = %d", s->id, s->cancel_rc);
+		break;
+	case 1:
+		/* Released before it ran: the pool keeps its reference. */
+		tpe_future_release(f);
+		return 0;
+	case 2:
+		rc = tpe_future_get(f, su_rnd(rs, 2) ? 0 : 100000, &res);
+		CHECK(rc == 0 || rc == ETIMEDOUT || rc == ECANCELED,
+		    "slot %u: get = %d", s->id, rc);
+		CHECK(rc != 0 || res == s, "slot %u: wrong result", s->id);
+		break;
+	}
+	s->f = f;
+	s->keep_future = true;
+	return 0;
+}
+
+static int
+give_remove(struct round *r, struct slot *s, uint64_t *rs)
+{
+	int rc = tpe_execute(r->pool, slot_run, s), rr;
+
+	if (rc != 0 || su_rnd(rs, 2))
+		return rc;
+	rr = tpe_remove(r->pool, slot_run, s);
+	if (rr == 0)
+		s->removed = 1;
+	else
+		CHECK(rr == ENOENT || (rr == ENOTSUP && r->per_worker),
+		    "slot %u: tpe_remove = %d", s->id, rr);
+	return 0;
+}
+
+static const int ok_execute[] = { EAGAIN, ECANCELED, ENOMEM, 0 };
+
+static const struct actor actors[] = {
+	{ "execute", give_execute, ok_execute, 4 },
+	{ "execute_typed", give_typed, ok_execute, 2 },
+	{ "try_execute", give_try, ok_execute, 2 },
+	{ "submit", give_submit, ok_execute, 3 },
+	{ "execute+remove", give_remove, ok_execute, 2 },
+};
+#define NACTORS (sizeof(actors) / sizeof(actors[0]))
+
+static int
+pick_actor(uint64_t *rs)
+{
+	unsigned total = 0, k, x;
+
+	for (k = 0; k < NACTORS; k++)
+		total += actors[k].weight;
+	x = su_rnd(rs, total);
+	for (k = 0; x >= actors[k].weight; k++)
+		x -= actors[k].weight;
+	return (int)k;
+}
+
+static bool
+documented(const struct actor *a, int rc)
+{
+	const int *e;
+
+	if (rc == 0)
+		return true;
+	for (e = a->ok; *e != 0; e++)
+		if (*e == rc)
+			return true;
+	return false;
+}
+
+/* Gives slot s to a random actor; records what happened. */
+static int
+attempt(struct round *r, struct slot *s, uint64_t *rs)
+{
+	int k = pick_actor(rs), rc;
+
+	bool outer = tls_held;  /* attempts nest: a task run inline */
+
+	s->actor = k;
+	s->cancel_rc = -1;
+	tls_held = false;
+	rc = actors[k].give(r, s, rs);
+	s->held = s->held || tls_held;
+	tls_held = outer;
+	s->rc = rc;
+	CHECK(documented(&actors[k], rc), "slot %u: %s returned %d", s->id,
+	    actors[k].name, rc);
+	return rc;
+}
+
+/* ---- the tasks -------------------------------------------------------- */
+
+/* What a task does besides counting: call back into its pool. */
+static void
+task_body(struct slot *s)
+{
+	struct round *r = s->r;
+	uint64_t rs = (r->seed ^ s->id * UINT64_C(0x9e3779b97f4a7c15)) | 1;
+	unsigned c;
+
+	if (r->end == END_BY_TASK && s->id == r->trigger) {
+		int rc;
+
+		__atomic_store_n(&r->stopped, 1, __ATOMIC_SEQ_CST);
+		if (su_rnd(&rs, 2))
+			rc = tpe_shutdown(r->pool);
+		else
+			rc = tpe_shutdown_now(r->pool, handback, r);
+		CHECK(rc == 0, "shutdown from a task = %d", rc);
+		/* On a worker of the pool (not run by the caller-runs policy
+		 * or the handler in a submitter), destroy must refuse. */
+		if (tls_round == r) {
+			rc = tpe_destroy(r->pool);
+			CHECK(rc == EDEADLK, "destroy from a task = %d", rc);
+		}
+		return;
+	}
+	switch (su_rnd(&rs, 16)) {
+	case 0:
+	case 1:
+		/* A child task, from inside the pool. */
+		c = __atomic_fetch_add(&r->next_child, 1, __ATOMIC_RELAXED);
+		if (c < r->n_child) {
+			struct slot *k = &r->slots[r->n_main + c];
+
+			(void)attempt(r, k, &rs);
+			add(&fig.child_tasks, 1);
+		}
+		break;
+	case 2:
+		check_stats(r->pool, "task");
+		break;
+	case 3:
+		if (tls_round == r) {
+			int rc = tpe_await_termination(r->pool, 1000);
+
+			CHECK(rc == EDEADLK, "await from a worker = %d", rc);
+		}
+		break;
+	case 4:
+		sched_yield();
+		break;
+	}
+}
+
+static void
+slot_run(void *arg)
+{
+	struct slot *s = arg;
+
+	__atomic_add_fetch(&s->ran, 1, __ATOMIC_SEQ_CST);
+	task_body(s);
+}
+
+static void *
+slot_call(void *arg)
+{
+	slot_run(arg);
+	return arg;
+}
+
+/* ---- the threads of a round -------------------------------------------- */
+
+struct submitter {
+	pthread_t thread;
+	struct round *r;
+	unsigned idx;
+};
+
+static void *
+submitter_main(void *arg)
+{
+	struct submitter *sub = arg;
+	struct round *r = sub->r;
+	unsigned per = r->n_main / r->nsub;
+	unsigned lo = per * sub->idx;
+	unsigned hi = sub->idx == r->nsub - 1 ? r->n_main : lo + per, i;
+	uint64_t rs = (r->seed ^ (sub->idx + 1) * UINT64_C(0xbf58476d1ce4e5b9)) | 1;
+	bool cancelled = false;
+
+	tls_submitter = true;
+	pthread_barrier_wait(&r->start);
+	for (i = lo; i < hi; i++) {
+		struct slot *s = &r->slots[i];
+		int rc = attempt(r, s, &rs);
+
+		__atomic_add_fetch(&r->attempts, 1, __ATOMIC_SEQ_CST);
+		/* try_execute after shutdown also says ECANCELED. */
+		CHECK(!cancelled || rc == ECANCELED, "slot %u: %d after "
+		    "ECANCELED", s->id, rc);
+		if (rc == ECANCELED)
+			cancelled = true;
+		if (su_rnd(&rs, 64) == 0)
+			sched_yield();
+	}
+	return NULL;
+}
+
+/* A documented result of a maintenance call: 0 or one of the errors. */
+static void
+expect(int rc, const char *what, int e1, int e2, int e3)
+{
+	CHECK(rc == 0 || rc == e1 || rc == e2 || rc == e3, "%s = %d", what,
+	    rc);
+}
+
+static void *
+chaos_main(void *arg)
+{
+	struct round *r = arg;
+	uint64_t rs = (r->seed ^ UINT64_C(0x94d049bb133111eb)) | 1;
+	bool paused = false, act = false, allow = false;
+	int rc;
+
+	pthread_barrier_wait(&r->start);
+	for (;;) {
+		size_t core, max, purged, started;
+		bool done = __atomic_load_n(&r->submitters_done,
+		    __ATOMIC_SEQ_CST);
+		struct slot *s;
+
+		if ((r->end == END_SHUTDOWN || r->end == END_SHUTDOWN_NOW) &&
+		    !act && (done || __atomic_load_n(&r->attempts,
+		    __ATOMIC_SEQ_CST) >= r->trigger)) {
+			act = true;
+			if (r->end == END_SHUTDOWN)
+				rc = tpe_shutdown(r->pool);
+			else
+				rc = tpe_shutdown_now(r->pool, su_rnd(&rs, 4) ?
+				    handback : NULL, r);
+			CHECK(rc == 0, "%s = %d", end_names[r->end], rc);
+		}
+		if (done)
+			break;
+		add(&fig.chaos_ops, 1);
+		switch (su_rnd(&rs, 12)) {
+		case 0:
+			max = 1 + su_rnd(&rs, 8);
+			core = su_rnd(&rs, (unsigned)max + 1);
+			if (r->per_worker && su_rnd(&rs, 2)) {
+				core = r->core;
+				max = r->max;
+			}
+			rc = tpe_set_pool_size(r->pool, core, max);
+			if (r->per_worker)
+				CHECK(rc == (core == r->core && max == r->max ?
+				    0 : EINVAL), "per-worker set_pool_size = %d",
+				    rc);
+			else
+				CHECK(rc == 0, "set_pool_size = %d", rc);
+			break;
+		case 1:
+			rc = tpe_set_keep_alive(r->pool,
+			    (int64_t)su_rnd(&rs, 2000) * 1000);
+			expect(rc, "set_keep_alive", EINVAL, -1, -1);
+			break;
+		case 2:
+			allow = su_rnd(&rs, 2);
+			rc = tpe_set_allow_core_timeout(r->pool, allow);
+			expect(rc, "set_allow_core_timeout", EINVAL, -1, -1);
+			CHECK(!r->per_worker || !allow || rc == EINVAL,
+			    "per-worker core timeout = %d", rc);
+			break;
+		case 3:
+			if (!paused) {
+				rc = tpe_pause(r->pool);
+				expect(rc, "pause", ECANCELED, -1, -1);
+				paused = rc == 0;
+			} else {
+				rc = tpe_resume(r->pool);
+				/* Restarting workers may fail under faults. */
+				expect(rc, "resume", ECANCELED, EAGAIN, ENOMEM);
+				paused = false;
+			}
+			break;
+		case 4:
+			rc = tpe_purge(r->pool, &purged);
+			CHECK(rc == 0 || (rc == ENOTSUP && r->per_worker),
+			    "purge = %d", rc);
+			break;
+		case 5:
+			s = &r->slots[su_rnd(&rs, r->n_main)];
+			rc = tpe_remove(r->pool, slot_run, s);
+			if (rc == 0)
+				s->removed = 1;  /* only this thread sets it here */
+			else
+				CHECK(rc == ENOENT || (rc == ENOTSUP &&
+				    r->per_worker), "remove = %d", rc);
+			break;
+		case 6:
+			rc = tpe_wait_idle(r->pool, su_rnd(&rs, 2) ? 0 : 200000);
+			expect(rc, "wait_idle", ETIMEDOUT, -1, -1);
+			break;
+		case 7:
+			rc = tpe_prestart_core_threads(r->pool, &started);
+			expect(rc, "prestart", ECANCELED, EAGAIN, ENOMEM);
+			break;
+		case 8:
+			check_stats(r->pool, "chaos");
+			break;
+		default:
+			su_sleep_ns((int64_t)su_rnd(&rs, 200) * 1000);
+			break;
+		}
+	}
+	if (paused) {
+		rc = tpe_resume(r->pool);
+		expect(rc, "resume", ECANCELED, EAGAIN, ENOMEM);
+	}
+	return NULL;
+}
+
+/* ---- one round ---------------------------------------------------------- */
+
+static const char *queue_names[] = { "unbounded", "bounded", "handoff",
+	"per-worker" };
+static const char *rej_names[] = { "abort", "caller-runs", "discard",
+	"discard-oldest", "custom" };
+
+static tpe_attr_t *
+round_attr(struct round *r, uint64_t *rs)
+{
+	tpe_attr_t *a;
+	size_t cap = 0;
+	int64_t ka;
+	int rc;
+
+	r->kind = su_rnd(rs, 4);
+	r->policy = su_rnd(rs, 2);
+	r->rej = su_rnd(rs, 5);
+	r->core = su_rnd(rs, 4);
+	r->max = r->core + 1 + su_rnd(rs, 6);
+	r->per_worker = r->kind == TPE_QUEUE_PER_WORKER;
+	if (r->per_worker) {
+		r->core = r->max;
+		r->policy = TPE_POLICY_QUEUE_FIRST;
+	}
+	if (r->kind == TPE_QUEUE_BOUNDED)
+		cap = 1 + su_rnd(rs, 32);
+	ka = (int64_t)su_rnd(rs, 3000) * 1000;   /* 0 .. 3 ms */
+	rc = tpe_attr_create(&a);
+	if (rc != 0) {
+		fprintf(stderr, "chaos: tpe_attr_create = %d\n", rc);
+		exit(2);
+	}
+	rc = tpe_attr_set_pool_size(a, r->core, r->max) ||
+	    tpe_attr_set_queue(a, (enum tpe_queue_kind)r->kind, cap) ||
+	    tpe_attr_set_policy(a, (enum tpe_policy)r->policy) ||
+	    tpe_attr_set_keep_alive(a, ka == 0 ? 1000 : ka) ||
+	    tpe_attr_set_allow_core_timeout(a, !r->per_worker &&
+	    su_rnd(rs, 2)) ||
+	    tpe_attr_set_reserved_threads(a, (int)su_rnd(rs, 4) - 1) ||
+	    tpe_attr_set_task_hooks(a, hook_before, hook_after, r) ||
+	    tpe_attr_set_thread_hooks(a, hook_start, hook_exit, r) ||
+	    tpe_attr_set_terminated_hook(a, hook_terminated, r) ||
+	    tpe_attr_set_discard_callback(a, handback, r) ||
+	    (r->rej < 4 ? tpe_attr_set_rejection(a,
+	    (enum tpe_rejection)r->rej) :
+	    tpe_attr_set_rejection_handler(a, reject_handler, r));
+	if (rc != 0) {
+		fprintf(stderr, "chaos: attribute setup failed\n");
+		exit(2);
+	}
+	snprintf(round_desc, sizeof(round_desc), "core=%zu max=%zu queue=%s/%zu "
+	    "policy=%s reject=%s keep-alive=%" PRId64 "us end=%s%s",
+	    r->core, r->max, queue_names[r->kind], cap,
+	    r->policy ? "scale-first" : "queue-first", rej_names[r->rej],
+	    ka / 1000, end_names[r->end], r->faults ? " faults" : "");
+	return a;
+}
+
+/* Creates the pool; under faults a refusal must leave nothing behind. */
+static void
+round_create(struct round *r, tpe_attr_t *a, int threads0)
+{
+	int rc, tries;
+
+	for (tries = 0; ; tries++) {
+		if (tries == 20)
+			__atomic_store_n(&fault_one_in, 0, __ATOMIC_SEQ_CST);
+		rc = tpe_create(&r->pool, a);
+		if (rc == 0)
+			return;
+		add(&fig.create_refused, 1);
+		CHECK(r->faults && (rc == ENOMEM || rc == EAGAIN),
+		    "tpe_create = %d", rc);
+		CHECK(su_thread_count_settled(threads0) == threads0,
+		    "tpe_create failed and left threads");
+		if (!r->faults)
+			exit(1);
+	}
+}
+
+static void
+run_deferred(struct round *r)
+{
+	size_t i;
+
+	pthread_mutex_lock(&r->dlock);
+	for (i = 0; i < r->ndeferred; i++)
+		r->deferred[i].fn(r->deferred[i].arg);
+	r->ndeferred = 0;
+	pthread_mutex_unlock(&r->dlock);
+}
+
+static void
+check_slots(struct round *r)
+{
+	unsigned i;
+
+	for (i = 0; i < r->n_main + r->n_child; i++) {
+		struct slot *s = &r->slots[i];
+		int ran = __atomic_load_n(&s->ran, __ATOMIC_SEQ_CST);
+		int handed = __atomic_load_n(&s->handed, __ATOMIC_SEQ_CST);
+		void *res = NULL;
+		int rc;
+
+		if (s->actor < 0) {
+			CHECK(i >= r->n_main, "slot %u never attempted", i);
+			continue;
+		}
+		fig.attempted++;
+		fig.per_actor[s->actor][0]++;
+		fig.ran += (uint64_t)ran;
+		fig.handed += (uint64_t)handed;
+		fig.removed += (uint64_t)s->removed;
+		if (s->rc != 0) {
+			fig.refused++;
+			CHECK(ran + handed + s->removed == 0, "slot %u (%s) "
+			    "refused with %d but ran %d, handed back %d", i,
+			    actors[s->actor].name, s->rc, ran, handed);
+			continue;
+		}
+		fig.accepted++;
+		fig.per_actor[s->actor][1]++;
+		if (s->is_submit && s->held && s->cancel_rc == 0 &&
+		    ran + handed == 0) {
+			/*
+			 * Cancelled while the custom handler held its pair:
+			 * calling the pair then does nothing, and no callback
+			 * gets the argument; the caller's successful cancel
+			 * is its hand-back (tpe(7): "or, for a task of
+			 * tpe_submit, by cancelling its future").
+			 */
+			fig.cancelled_held++;
+			handed = 1;
+			fig.handed++;
+		}
+		CHECK(ran + handed + s->removed == 1, "slot %u (%s) accepted "
+		    "but ran %d, handed back %d, removed %d", i,
+		    actors[s->actor].name, ran, handed, s->removed);
+		if (s->cancel_rc == 0)
+			CHECK(ran == 0, "slot %u: cancelled but ran", i);
+		if (s->cancel_rc == 0)
+			fig.cancels_ok++;
+		if (s->cancel_rc == EBUSY)
+			CHECK(ran == 1, "slot %u: cancel said EBUSY but the "
+			    "task did not run", i);
+		if (!s->keep_future)
+			continue;
+		CHECK(tpe_future_is_done(s->f), "slot %u: future not done", i);
+		rc = tpe_future_get(s->f, 0, &res);
+		if (ran == 1) {
+			fig.futures_value++;
+			CHECK(rc == 0 && res == s, "slot %u: ran but get = %d",
+			    i, rc);
+		} else {
+			fig.futures_cancelled++;
+			CHECK(rc == ECANCELED && tpe_future_is_cancelled(s->f),
+			    "slot %u: did not run but get = %d", i, rc);
+		}
+		tpe_future_release(s->f);
+	}
+}
+
+static void
+run_round(uint64_t *rs, unsigned max_tasks, unsigned fault_every)
+{
+	struct submitter subs[MAX_SUBMITTERS];
+	struct round *r = xcalloc(1, sizeof(*r));
+	pthread_t chaos;
+	tpe_attr_t *a;
+	struct tpe_stats st;
+	int threads0 = su_thread_count(), n, rc;
+	unsigned i, k;
+
+	alarm(ROUND_BOUND_S);
+	r->seed = su_rnd_next(rs) | 1;
+	r->faults = fault_every != 0 && su_rnd(rs, fault_every) == 0;
+	r->end = (enum end_mode)su_rnd(rs, 4);
+	r->nsub = 1 + su_rnd(rs, MAX_SUBMITTERS);
+	r->n_main = r->nsub + su_rnd(rs, max_tasks);
+	r->n_child = r->n_main / 4 + 1;
+	r->trigger = su_rnd(rs, r->n_main);
+	r->slots = xcalloc(r->n_main + r->n_child, sizeof(*r->slots));
+	for (i = 0; i < r->n_main + r->n_child; i++) {
+		r->slots[i].r = r;
+		r->slots[i].id = i;
+		r->slots[i].actor = -1;
+	}
+	r->cap_deferred = r->n_main;
+	r->deferred = xcalloc(r->cap_deferred, sizeof(*r->deferred));
+	pthread_mutex_init(&r->dlock, NULL);
+	a = round_attr(r, rs);
+	if (getenv("TPE_CHAOS_VERBOSE") != NULL)
+		printf("round %" PRIu64 ": %u tasks, %u submitters, %s\n",
+		    round_no, r->n_main, r->nsub, round_desc);
+	if (r->faults) {
+		fig.fault_rounds++;
+		__atomic_store_n(&fault_one_in, 8 + su_rnd(rs, 120),
+		    __ATOMIC_SEQ_CST);
+	}
+	round_create(r, a, threads0);
+	tpe_attr_destroy(a);
+
+	if (pthread_barrier_init(&r->start, NULL, r->nsub + 2) != 0)
+		exit(2);
+	for (k = 0; k < r->nsub; k++) {
+		subs[k].r = r;
+		subs[k].idx = k;
+		xthread(&subs[k].thread, submitter_main, &subs[k]);
+	}
+	xthread(&chaos, chaos_main, r);
+	pthread_barrier_wait(&r->start);
+	for (k = 0; k < r->nsub; k++)
+		pthread_join(subs[k].thread, NULL);
+	__atomic_store_n(&r->submitters_done, 1, __ATOMIC_SEQ_CST);
+	pthread_join(chaos, NULL);
+	/* The handler's kept tasks: only submitters keep any. */
+	run_deferred(r);
+
+	if (r->end != END_DESTROY) {
+		rc = tpe_await_termination(r->pool, r->end == END_BY_TASK &&
+		    !__atomic_load_n(&r->stopped, __ATOMIC_SEQ_CST) ? 0 : -1);
+		if (rc == ETIMEDOUT) {
+			/* The stopping task never ran: end it here. */
+			rc = tpe_shutdown(r->pool);
+			CHECK(rc == 0, "shutdown = %d", rc);
+			rc = tpe_await_termination(r->pool, -1);
+		}
+		CHECK(rc == 0, "await_termination = %d", rc);
+		CHECK(tpe_is_terminated(r->pool), "not terminated");
+		rc = tpe_get_stats(r->pool, &st, sizeof(st));
+		CHECK(rc == 0 && st.pool_size == 0 && st.active == 0 &&
+		    st.idle == 0 && st.queued == 0 && st.reserved == 0,
+		    "terminated pool not empty: size %zu active %zu idle %zu "
+		    "queued %zu reserved %zu", st.pool_size, st.active,
+		    st.idle, st.queued, st.reserved);
+		CHECK(st.completed <= st.submitted, "end: completed %" PRIu64
+		    " > submitted %" PRIu64, st.completed, st.submitted);
+		CHECK(st.submitted >= r->before, "end: submitted %" PRIu64
+		    " < tasks run by workers %" PRIu64, st.submitted,
+		    r->before);
+	}
+	rc = tpe_destroy(r->pool);
+	CHECK(rc == 0, "tpe_destroy = %d", rc);
+	__atomic_store_n(&fault_one_in, 0, __ATOMIC_SEQ_CST);
+	fig.ends[r->end]++;
+
+	CHECK(r->terminated == 1, "terminated hook ran %" PRIu64 " times",
+	    r->terminated);
+	CHECK(r->before == r->after, "before hooks %" PRIu64 " != after %"
+	    PRIu64, r->before, r->after);
+	CHECK(r->on_start == r->on_exit, "thread start hooks %" PRIu64
+	    " != exit hooks %" PRIu64, r->on_start, r->on_exit);
+	n = su_thread_count_settled(threads0);
+	CHECK(n == threads0, "%d threads after the round, %d before", n,
+	    threads0);
+	check_slots(r);
+	pthread_barrier_destroy(&r->start);
+	pthread_mutex_destroy(&r->dlock);
+	free(r->deferred);
+	free(r->slots);
+	free(r);
+	fig.rounds++;
+	alarm(0);
+}
+
+/* ---- strategies --------------------------------------------------------- */
+
+struct strat {
+	tpe_strategy_t *s;
+	unsigned n;
+	unsigned next;        /* A: next task to produce */
+	int *consumed;        /* A: per task */
+	uint64_t rs;          /* the producer's: never called concurrently */
+	int in_producer;      /* A: a check of that promise */
+};
+
+static void
+strat_task(void *arg)
+{
+	int *c = arg;
+
+	__atomic_add_fetch(c, 1, __ATOMIC_SEQ_CST);
+}
+
+static bool
+strat_produce(void *ctx, tpe_fn *fn, void **arg, enum tpe_invocation *type)
+{
+	struct strat *st = ctx;
+	unsigned i;
+
+	CHECK(__atomic_add_fetch(&st->in_producer, 1, __ATOMIC_SEQ_CST) == 1,
+	    "strategy: two producers at once");
+	i = __atomic_load_n(&st->next, __ATOMIC_SEQ_CST);
+	if (i >= st->n || su_rnd(&st->rs, 16) == 0) {
+		/* Nothing now: somebody calls produce again later. */
+		__atomic_sub_fetch(&st->in_producer, 1, __ATOMIC_SEQ_CST);
+		return false;
+	}
+	__atomic_store_n(&st->next, i + 1, __ATOMIC_SEQ_CST);
+	*fn = strat_task;
+	*arg = &st->consumed[i];
+	*type = (enum tpe_invocation)su_rnd(&st->rs, 3);
+	__atomic_sub_fetch(&st->in_producer, 1, __ATOMIC_SEQ_CST);
+	return true;
+}
+
+struct strat_thread {
+	pthread_t t;
+	struct strat *st;
+	bool dispatch;
+};
+
+static void *
+strat_main(void *arg)
+{
+	struct strat_thread *th = arg;
+	int rc;
+
+	while (__atomic_load_n(&th->st->next, __ATOMIC_SEQ_CST) < th->st->n) {
+		rc = th->dispatch ? tpe_strategy_dispatch(th->st->s) :
+		    tpe_strategy_produce(th->st->s);
+		CHECK(rc == 0 || rc == EAGAIN || rc == ENOMEM,
+		    "strategy %s = %d", th->dispatch ? "dispatch" : "produce",
+		    rc);
+		sched_yield();
+	}
+	return NULL;
+}
+
+static void
+run_strategy(uint64_t *rs)
+{
+	struct strat st;
+	struct strat_thread th[3];
+	struct tpe_strategy_stats ss;
+	tpe_attr_t *a;
+	tpe_t *pool;
+	unsigned i, mode = su_rnd(rs, 4);
+	size_t max = 1 + su_rnd(rs, 6);
+	int threads0 = su_thread_count(), rc, tries;
+
+	memset(&st, 0, sizeof(st));
+	st.n = 100 + su_rnd(rs, 2000);
+	st.rs = su_rnd_next(rs) | 1;
+	st.consumed = xcalloc(st.n, sizeof(int));
+	if (tpe_attr_create(&a) != 0 ||
+	    tpe_attr_set_pool_size(a, su_rnd(rs, (unsigned)max + 1), max) != 0 ||
+	    tpe_attr_set_policy(a, (enum tpe_policy)su_rnd(rs, 2)) != 0 ||
+	    tpe_attr_set_queue(a, TPE_QUEUE_BOUNDED, 1 + su_rnd(rs, 8)) != 0 ||
+	    tpe_attr_set_rejection(a, (enum tpe_rejection)su_rnd(rs, 2)) != 0 ||
+	    tpe_attr_set_reserved_threads(a, (int)su_rnd(rs, 3)) != 0 ||
+	    tpe_attr_set_keep_alive(a, 1000 + su_rnd(rs, 1000000)) != 0 ||
+	    tpe_create(&pool, a) != 0 ||
+	    tpe_strategy_create(&st.s, pool, strat_produce, &st,
+	    (enum tpe_strategy_mode)mode) != 0) {
+		fprintf(stderr, "chaos: strategy setup failed\n");
+		exit(2);
+	}
+	tpe_attr_destroy(a);
+	for (i = 0; i < 3; i++) {
+		th[i].st = &st;
+		th[i].dispatch = i == 2;
+		xthread(&th[i].t, strat_main, &th[i]);
+	}
+	for (i = 0; i < 3; i++)
+		pthread_join(th[i].t, NULL);
+	/* Pending producers may still be on their way: wait them out. */
+	for (tries = 0; ; tries++) {
+		rc = tpe_wait_idle(pool, -1);
+		CHECK(rc == 0, "strategy: wait_idle = %d", rc);
+		rc = tpe_strategy_get_stats(st.s, &ss, sizeof(ss));
+		CHECK(rc == 0, "strategy_get_stats = %d", rc);
+		rc = tpe_strategy_destroy(st.s);
+		if (rc != EBUSY || tries == 10000)
+			break;
+		su_sleep_ns(100000);
+	}
+	CHECK(rc == 0, "strategy_destroy = %d", rc);
+	CHECK(ss.pc + ss.pic + ss.pec + ss.epc == st.n, "strategy (mode %u): "
+	    "pc %" PRIu64 " + pic %" PRIu64 " + pec %" PRIu64 " + epc %"
+	    PRIu64 " != %u produced", mode, ss.pc, ss.pic, ss.pec, ss.epc,
+	    st.n);
+	rc = tpe_destroy(pool);
+	CHECK(rc == 0, "strategy pool destroy = %d", rc);
+	for (i = 0; i < st.n; i++)
+		CHECK(st.consumed[i] == 1, "strategy (mode %u) task %u "
+		    "consumed %d times", mode, i, st.consumed[i]);
+	CHECK(su_thread_count_settled(threads0) == threads0,
+	    "strategy round left threads");
+	fig.strat_pc += ss.pc;
+	fig.strat_pic += ss.pic;
+	fig.strat_pec += ss.pec;
+	fig.strat_epc += ss.epc;
+	fig.strategy_rounds++;
+	fig.strategy_tasks += st.n;
+	free(st.consumed);
+}
+
+/* ---- main --------------------------------------------------------------- */
+
+static void
+on_alarm(int sig)
+{
+	char msg[160];
+	int len;
+
+	(void)sig;
+	len = snprintf(msg, sizeof(msg), "chaos: round %" PRIu64 " took more "
+	    "than %d s (hang?), seed 0x%" PRIx64 "\n", round_no, ROUND_BOUND_S,
+	    seed);
+	(void)!write(2, msg, (size_t)len);
+	(void)!write(2, round_desc, strlen(round_desc));
+	(void)!write(2, "\n", 1);
+	_exit(1);
+}
+
+static unsigned long
+env_ul(const char *name, unsigned long dflt)
+{
+	const char *e = getenv(name);
+
+	return e != NULL && *e != '\0' ? strtoul(e, NULL, 0) : dflt;
+}
+
+int
+main(int argc, char **argv)
+{
+	unsigned long seconds = env_ul("TPE_CHAOS_SECONDS", 60);
+	unsigned long rounds = env_ul("TPE_CHAOS_ROUNDS", 0);
+	unsigned tasks = (unsigned)env_ul("TPE_CHAOS_TASKS", 4096);
+	unsigned faults = (unsigned)env_ul("TPE_CHAOS_FAULTS", 4);
+	int64_t t0, budget;
+	uint64_t rs;
+	size_t k;
+
+	if (argc > 1)
+		seconds = strtoul(argv[1], NULL, 0);
+	if (argc > 2)
+		rounds = strtoul(argv[2], NULL, 0);
+	seed = getenv("TPE_CHAOS_SEED") != NULL ?
+	    env_ul("TPE_CHAOS_SEED", 0) :
+	    (uint64_t)su_now_ns() ^ ((uint64_t)getpid() << 32);
+	if (tasks < MAX_SUBMITTERS)
+		tasks = MAX_SUBMITTERS;
+	signal(SIGALRM, on_alarm);
+	/* Each round counts threads from here on. */
+	(void)su_thread_baseline(__real_pthread_create);
+	printf("chaos: seed=0x%" PRIx64 " seconds=%lu rounds=%lu tasks<=%u "
+	    "faults=1/%u (repeat with TPE_CHAOS_SEED=0x%" PRIx64 ")\n", seed,
+	    seconds, rounds, tasks, faults, seed);
+	fflush(stdout);
+	rs = seed | 1;
+	t0 = su_now_ns();
+	budget = (int64_t)seconds * 1000000000;
+	while ((rounds == 0 || fig.rounds < rounds) &&
+	    su_now_ns() - t0 < budget && violations == 0) {
+		round_no++;
+		run_round(&rs, tasks, faults);
+		if (round_no % 4 == 0) {
+			round_no++;
+			snprintf(round_desc, sizeof(round_desc), "strategy");
+			run_strategy(&rs);
+		}
+	}
+	printf("chaos: %" PRIu64 " rounds in %.1f s (%" PRIu64 " with faults; "
+	    "ends: %" PRIu64 " destroy, %" PRIu64 " shutdown, %" PRIu64
+	    " shutdown_now, %" PRIu64 " by a task)\n", fig.rounds,
+	    (double)(su_now_ns() - t0) / 1e9, fig.fault_rounds, fig.ends[0],
+	    fig.ends[1], fig.ends[2], fig.ends[3]);
+	printf("chaos: tasks attempted %" PRIu64 " = accepted %" PRIu64
+	    " + refused %" PRIu64 " (%" PRIu64 " submitted from tasks)\n",
+	    fig.attempted, fig.accepted, fig.refused, fig.child_tasks);
+	printf("chaos: accepted %" PRIu64 " = ran %" PRIu64 " + handed back %"
+	    PRIu64 " + removed %" PRIu64 "\n", fig.accepted, fig.ran,
+	    fig.handed, fig.removed);
+	printf("chaos:   the custom handler took %" PRIu64 "; cancelled while "
+	    "it held them %" PRIu64 "\n", fig.handler_took, fig.cancelled_held);
+	for (k = 0; k < NACTORS; k++)
+		printf("chaos:   %-15s attempted %8" PRIu64 " accepted %8"
+		    PRIu64 "\n", actors[k].name, fig.per_actor[k][0],
+		    fig.per_actor[k][1]);
+	printf("chaos: futures %" PRIu64 " (checked: %" PRIu64 " value, %"
+	    PRIu64 " cancelled; cancel returned 0: %" PRIu64 ")\n",
+	    fig.futures, fig.futures_value, fig.futures_cancelled,
+	    fig.cancels_ok);
+	printf("chaos: strategy rounds %" PRIu64 ", tasks %" PRIu64
+	    " (pc %" PRIu64 ", pic %" PRIu64 ", pec %" PRIu64 ", epc %" PRIu64
+	    ")\n", fig.strategy_rounds, fig.strategy_tasks, fig.strat_pc,
+	    fig.strat_pic, fig.strat_pec, fig.strat_epc);
+	printf("chaos: faults injected: malloc %" PRIu64 ", pthread_create %"
+	    PRIu64 "; tpe_create refused %" PRIu64 "\n", faults_malloc,
+	    faults_create, fig.create_refused);
+	printf("chaos: maintenance calls %" PRIu64 "\n", fig.chaos_ops);
+	printf("chaos: violations %lu\n", violations);
+	if (violations != 0) {
+		fprintf(stderr, "chaos: FAILED, seed 0x%" PRIx64 "\n", seed);
+		return 1;
+	}
+	return 0;
+}
