@@ -49,16 +49,23 @@ if [[ -e /proc/sys/kernel/randomize_va_space ]] &&
 	prefix="setarch $(uname -m) -R"
 fi
 
-echo "== chaos: configure --enable-sanitizers=address,undefined"
-rm -rf "$build"
-mkdir -p "$build"
-if ! (cd "$build" && ../configure --enable-sanitizers=address,undefined) \
-    >"$build.configure.log" 2>&1; then
-	tail -n 40 "$build.configure.log"
-	check "configure" 1
-	finish
+# .ci/run's ASan+UBSan phase leaves its build: reuse it (the same
+# configuration), else configure one.
+if [[ -f _build-asan/Makefile ]]; then
+	build=_build-asan
+	echo "== chaos: reusing $build"
+else
+	echo "== chaos: configure --enable-sanitizers=address,undefined"
+	rm -rf "$build"
+	mkdir -p "$build"
+	if ! (cd "$build" && ../configure --enable-sanitizers=address,undefined) \
+	    >"$build.configure.log" 2>&1; then
+		tail -n 40 "$build.configure.log"
+		check "configure" 1
+		finish
+	fi
+	rm -f "$build.configure.log"
 fi
-rm -f "$build.configure.log"
 echo "== chaos: make tests/chaos tests/long_run tests/limits"
 if ! make -C "$build" tests/chaos tests/long_run tests/limits \
     >"$build/make.log" 2>&1; then
