@@ -535,7 +535,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		case 12:
 			rc = EXPECT(tpe_await_termination(pool, small_timeout()),
 			    0, ETIMEDOUT);
-			CHECK(rc != 0 || m.shutdown);
+			CHECK(rc != 0 || (m.shutdown && tpe_is_terminated(pool)));
 			break;
 		case 13: {  /* future get */
 			void *result = NULL;
@@ -603,6 +603,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			bad_input();
 			break;
 		}
+		CHECK(tpe_is_shutdown(pool) == m.shutdown);
 	}
 	finish();
 	return 0;
