@@ -7,8 +7,10 @@
  * and a line) is a short, fixed use of the library. It first runs once
  * counting the allocations (malloc, calloc, realloc, posix_memalign) and
  * thread starts (pthread_create) it reaches, then once for every k with
- * exactly the k-th allocation failing, then once for every k with the k-th
- * thread start failing. Every run is a forked child, with an alarm, so that
+ * exactly the k-th allocation failing, once for every k with every
+ * allocation from the k-th on failing (memory gone for good: the clean-up
+ * must need none), then once for every k with the k-th thread start
+ * failing. Every run is a forked child, with an alarm, so that
  * a crash, an abort, a hang or a spin is reported for its k and the next
  * run starts from a fresh process (no node cached by a thread, no state
  * left behind). A run passes when:
@@ -32,7 +34,8 @@
  * the library's (libc's and cmocka's own are not redirected).
  *
  * Figures are printed as TAP comments: scenarios, fault points injected
- * (allocations, thread starts), failures found.
+ * (allocations once, allocations from then on, thread starts), failures
+ * found.
  */
 #include <signal.h>
 #include <string.h>
@@ -71,6 +74,7 @@ struct run {
 	long starts;     /* pthread_create calls seen */
 	long fail_alloc; /* the allocation to fail (0-based), or -1 */
 	long fail_start; /* the thread start to fail, or -1 */
+	int persistent;  /* fail_alloc and every allocation after it fail */
 	long fired;      /* faults injected (0 or 1) */
 	long live;       /* blocks still allocated at the end */
 };
@@ -78,20 +82,21 @@ struct run {
 static struct run *run;
 
 static bool
-hit(long *seen, long at)
+hit(long *seen, long at, bool persistent)
 {
 	long n = __atomic_fetch_add(seen, 1, __ATOMIC_SEQ_CST);
 
-	if (n != at)
+	if (at < 0 || (persistent ? n < at : n != at))
 		return false;
-	__atomic_add_fetch(&run->fired, 1, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&run->fired, 1, __ATOMIC_SEQ_CST);
 	return true;
 }
 
 static bool
 alloc_fails(void)
 {
-	return run != NULL && hit(&run->allocs, run->fail_alloc);
+	return run != NULL &&
+	    hit(&run->allocs, run->fail_alloc, run->persistent != 0);
 }
 
 /*
@@ -222,7 +227,7 @@ int
 __wrap_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
     void *(*start)(void *), void *arg)
 {
-	if (run != NULL && hit(&run->starts, run->fail_start))
+	if (run != NULL && hit(&run->starts, run->fail_start, false))
 		return EAGAIN;
 	return __real_pthread_create(thread, attr, start, arg);
 }
@@ -241,8 +246,9 @@ static const char *scenario_name;
 static void
 violation(int line, const char *what)
 {
-	fprintf(stderr, "# %s (alloc %ld, start %ld): line %d: %s\n",
-	    scenario_name, run->fail_alloc, run->fail_start, line, what);
+	fprintf(stderr, "# %s (alloc %ld%s, start %ld): line %d: %s\n",
+	    scenario_name, run->fail_alloc, run->persistent ? " on" : "",
+	    run->fail_start, line, what);
 	fflush(stderr);
 	_exit(3);
 }
@@ -659,11 +665,13 @@ static const struct scenario scenarios[] = {
 #define NSCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))
 
 /* The figures, over all scenarios. */
-static long total_alloc_points, total_start_points, total_runs, total_failed;
+static long total_alloc_points, total_oom_points, total_start_points;
+static long total_runs, total_failed;
 
 /* Runs one child; returns true when it kept every promise. */
 static bool
-run_child(const struct scenario *sc, long fail_alloc, long fail_start)
+run_child(const struct scenario *sc, long fail_alloc, long fail_start,
+    bool persistent)
 {
 	unsigned limit = 20 * tu_time_scale();
 	pid_t pid;
@@ -672,6 +680,7 @@ run_child(const struct scenario *sc, long fail_alloc, long fail_start)
 	memset(run, 0, sizeof(*run));
 	run->fail_alloc = fail_alloc;
 	run->fail_start = fail_start;
+	run->persistent = persistent;
 	fflush(stdout);
 	fflush(stderr);
 	pid = fork();
@@ -703,12 +712,14 @@ run_child(const struct scenario *sc, long fail_alloc, long fail_start)
 		return true;
 	total_failed++;
 	if (WIFSIGNALED(status))
-		fprintf(stderr, "# %s (alloc %ld, start %ld): killed by signal "
-		    "%d%s\n", sc->name, fail_alloc, fail_start, WTERMSIG(status),
+		fprintf(stderr, "# %s (alloc %ld%s, start %ld): killed by "
+		    "signal %d%s\n", sc->name, fail_alloc, persistent ? " on" :
+		    "", fail_start, WTERMSIG(status),
 		    WTERMSIG(status) == SIGALRM ? " (hang)" : "");
 	else
-		fprintf(stderr, "# %s (alloc %ld, start %ld): exit status %d\n",
-		    sc->name, fail_alloc, fail_start, WEXITSTATUS(status));
+		fprintf(stderr, "# %s (alloc %ld%s, start %ld): exit status "
+		    "%d\n", sc->name, fail_alloc, persistent ? " on" : "",
+		    fail_start, WEXITSTATUS(status));
 	return false;
 }
 
@@ -717,10 +728,11 @@ sweep(void **state)
 {
 	const struct scenario *sc = *state;
 	long allocs, starts, k, alloc_points = 0, start_points = 0;
+	long oom_points = 0;
 	long failed = total_failed;
 
 	/* The counting run. */
-	if (!run_child(sc, -1, -1))
+	if (!run_child(sc, -1, -1, false))
 		fail_msg("%s fails with no fault injected", sc->name);
 	allocs = run->allocs;
 	starts = run->starts;
@@ -728,24 +740,35 @@ sweep(void **state)
 	/* Then every k: worker threads may make the count differ a little
 	 * from run to run, so go on past it while faults still fire. */
 	for (k = 0; k < allocs + 16; k++) {
-		(void)run_child(sc, k, -1);
+		(void)run_child(sc, k, -1, false);
 		if (run->fired)
 			alloc_points++;
 		else if (k >= allocs)
 			break;
 	}
+	/* Out of memory for good from the k-th allocation on: the clean-up
+	 * (shutdown, termination, destroy) must need none. */
+	for (k = 0; k < allocs + 16; k++) {
+		(void)run_child(sc, k, -1, true);
+		if (run->fired)
+			oom_points++;
+		else if (k >= allocs)
+			break;
+	}
 	for (k = 0; k < starts + 16; k++) {
-		(void)run_child(sc, -1, k);
+		(void)run_child(sc, -1, k, false);
 		if (run->fired)
 			start_points++;
 		else if (k >= starts)
 			break;
 	}
 	total_alloc_points += alloc_points;
+	total_oom_points += oom_points;
 	total_start_points += start_points;
-	printf("# %-22s %3ld allocations, %2ld thread starts; injected %3ld + "
-	    "%2ld; failures %ld\n", sc->name, allocs, starts, alloc_points,
-	    start_points, total_failed - failed);
+	printf("# %-20s %3ld allocations, %ld thread starts; injected %3ld "
+	    "once, %3ld for good, %ld starts; failures %ld\n", sc->name,
+	    allocs, starts, alloc_points, oom_points, start_points,
+	    total_failed - failed);
 	assert_int_equal(total_failed - failed, 0);
 }
 
@@ -754,8 +777,9 @@ figures(void **state)
 {
 	(void)state;
 	printf("# fault sweep: %zu scenarios, %ld runs, fault points injected: "
-	    "%ld allocations, %ld thread starts; failures found: %ld\n",
-	    NSCENARIOS, total_runs, total_alloc_points, total_start_points,
+	    "%ld allocations (once), %ld allocations (from then on), %ld "
+	    "thread starts; failures found: %ld\n", NSCENARIOS, total_runs,
+	    total_alloc_points, total_oom_points, total_start_points,
 	    total_failed);
 	return 0;
 }
