@@ -272,6 +272,10 @@ expect(int rc, int refusal)
 	if (rc != ENOMEM && rc != EAGAIN)
 		violation(0, strerror(rc));
 	CHECK(fired());
+	/* ENOMEM only for memory. EAGAIN for a thread, or for memory when the
+	 * worker that could not be made was an extra one: then the pool is
+	 * saturated and the rejection policy refuses (tpe_execute(3)). */
+	CHECK(rc != ENOMEM || run->fail_alloc >= 0);
 	return rc;
 }
 
