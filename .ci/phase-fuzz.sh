@@ -12,7 +12,7 @@
 set -uo pipefail
 
 . "$(dirname "$0")/lib.sh"
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 
 pass=0
 fail=0

@@ -33,7 +33,7 @@
 set -uo pipefail
 
 . "$(dirname "$0")/lib.sh"
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 top=$PWD
 
 memcheck_tests=(test_attr test_queue test_future test_stats test_reserved

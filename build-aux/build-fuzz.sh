@@ -25,6 +25,7 @@ if ! test -f config.status; then
 		{ tail -n 30 configure.log >&2; exit 1; }
 fi
 make lib/libtpe_core.la >make.log 2>&1 || { tail -n 30 make.log >&2; exit 1; }
+# shellcheck disable=SC2086 # the flags are words
 "$cc" $flags -fsanitize=fuzzer -I"$src/include" -o fuzz_api \
 	"$src/fuzz/fuzz_api.c" lib/.libs/libtpe_core.a -pthread
 echo "$PWD/fuzz_api"
