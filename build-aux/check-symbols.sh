@@ -5,8 +5,9 @@
 #
 # One line per exported symbol: it must start with tpe_ (anything else is a
 # leak through -fvisibility=hidden), have its page man/<symbol>.3, and carry
-# the version TPE_0 from lib/libtpe.map (when the library was linked with
-# it: configure's "version script" result, TPE_VERSION_SCRIPT=yes|no).
+# a version that lib/libtpe.map defines (TPE_0; a later release adds nodes,
+# doc/abi.md), when the library was linked with it (configure's "version
+# script" result, TPE_VERSION_SCRIPT=yes|no).
 
 set -u
 top_srcdir=${top_srcdir:-.}
@@ -14,7 +15,9 @@ top_builddir=${top_builddir:-.}
 lib=$top_builddir/lib/.libs/libtpe.so
 NM=${NM:-nm}
 TPE_VERSION_SCRIPT=${TPE_VERSION_SCRIPT:-yes}
-version=TPE_0
+# The version nodes: "TPE_0 {", "TPE_1 {", ... at the start of a line.
+versions=" $(sed -n 's/^\(TPE_[0-9][0-9]*\) *{.*/\1/p' \
+	"$top_srcdir/lib/libtpe.map" | tr '\n' ' ')"
 
 if ! test -f "$lib"; then
 	echo "1..0 # SKIP $lib not built (configured with --disable-shared?)"
@@ -62,8 +65,9 @@ echo "$syms" | {
 		if ! test -f "$top_srcdir/man/$s.3"; then
 			echo "not ok $i - $s is exported but man/$s.3 does not exist"
 			failed=1
-		elif test "$TPE_VERSION_SCRIPT" = yes && test "$v" != "$version"; then
-			echo "not ok $i - $s has version $v, not $version (lib/libtpe.map)"
+		elif test "$TPE_VERSION_SCRIPT" = yes &&
+		    case $versions in *" $v "*) false ;; *) true ;; esac; then
+			echo "not ok $i - $s has version $v, not one of$versions(lib/libtpe.map)"
 			failed=1
 		else
 			echo "ok $i - $s (man/$s.3, version $v)"
