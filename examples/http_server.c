@@ -746,7 +746,7 @@ produce(void *ctx, tpe_fn *fn, void **arg, enum tpe_invocation *type)
 				*type = TPE_NON_BLOCKING;
 			} else {
 				*fn = conn_task;
-				*arg = (struct conn *)src;
+				*arg = src; /* its conn: src is the first member */
 				*type = TPE_BLOCKING;
 			}
 			return true;

@@ -214,9 +214,11 @@ tpe_attr_set_pthread_attr(tpe_attr_t *attr, const pthread_attr_t *pattr)
 		    pthread_attr_getschedpolicy(pattr, &ta.sched_policy) == 0 &&
 		    pthread_attr_getschedparam(pattr, &ta.sched_param) == 0;
 		ta.have_scope = pthread_attr_getscope(pattr, &ta.scope) == 0;
+#ifdef TPE__HAVE_AFFINITY
 		ta.have_affinity = pthread_attr_getaffinity_np(pattr,
 		    sizeof(ta.affinity), &ta.affinity) == 0 &&
 		    CPU_COUNT(&ta.affinity) > 0;
+#endif
 	}
 	attr->thread = ta;
 	return 0;
@@ -240,9 +242,11 @@ tpe__thread_attr_apply(const struct tpe__thread_attr *ta, pthread_attr_t *pa)
 	}
 	if (rc == 0 && ta->have_scope)
 		rc = pthread_attr_setscope(pa, ta->scope);
+#ifdef TPE__HAVE_AFFINITY
 	if (rc == 0 && ta->have_affinity)
 		rc = pthread_attr_setaffinity_np(pa, sizeof(ta->affinity),
 		    &ta->affinity);
+#endif
 	return rc;
 }
 

@@ -3,12 +3,24 @@
 #ifndef TPE_ATTR_H
 #define TPE_ATTR_H
 
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
 #include <pthread.h>
 #include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "tpe.h"
+
+/* The CPU affinity of a pthread_attr_t can be read and set (glibc, musl,
+ * FreeBSD); elsewhere tpe_attr_set_pthread_attr does not copy it. */
+#if defined(HAVE_PTHREAD_ATTR_GETAFFINITY_NP) && \
+    defined(HAVE_PTHREAD_ATTR_SETAFFINITY_NP) && \
+    defined(HAVE_DECL_CPU_COUNT) && HAVE_DECL_CPU_COUNT
+#define TPE__HAVE_AFFINITY 1
+#endif
 
 #define TPE__NAME_PREFIX_MAX 12
 
@@ -23,8 +35,10 @@ struct tpe__thread_attr {
 	struct sched_param sched_param;
 	bool have_scope;
 	int scope;
+#ifdef TPE__HAVE_AFFINITY
 	bool have_affinity;
 	cpu_set_t affinity;
+#endif
 };
 
 struct tpe_attr {

@@ -11,7 +11,7 @@ size_t
 tpe__cpu_count(void)
 {
 	long n;
-#ifdef HAVE_SCHED_GETAFFINITY
+#ifdef TPE__CPU_COUNT_AFFINITY
 	cpu_set_t set;
 
 	/* Fails only where more than CPU_SETSIZE processors may exist. */

@@ -3,14 +3,26 @@
 #ifndef TPE_CPU_H
 #define TPE_CPU_H
 
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
 #include <stdbool.h>
 #include <stddef.h>
+
+/* The affinity mask can be counted (configure: sched_getaffinity and
+ * CPU_COUNT); elsewhere tpe__cpu_count counts the online processors. */
+#if defined(HAVE_SCHED_GETAFFINITY) && defined(HAVE_DECL_CPU_COUNT) && \
+    HAVE_DECL_CPU_COUNT
+#define TPE__CPU_COUNT_AFFINITY 1
+#endif
 
 /*
  * The processors in the calling thread's CPU affinity mask
  * (sched_getaffinity), which its new threads inherit; where that is not
- * available or fails, the online processors (sysconf); at least 1.
- * Read afresh at each call: the mask may change.
+ * available (TPE__CPU_COUNT_AFFINITY undefined) or fails, the online
+ * processors (sysconf); at least 1. Read afresh at each call: the mask may
+ * change.
  */
 size_t tpe__cpu_count(void);
 

@@ -208,6 +208,25 @@ struct pw_queue {
 							 * a worker spins */
 };
 
+/*
+ * The per-worker queue whose base is q. Every tpe__queue this file's ops
+ * receive was made by tpe__queue_per_worker_create as a pw_queue (base
+ * first, the whole aligned to a cache line), so the cast restores the type
+ * it was made with; it goes through void * because the compiler cannot
+ * know that the stricter alignment holds (clang's -Wcast-align).
+ */
+static inline struct pw_queue *
+pw_of(struct tpe__queue *q)
+{
+	return (struct pw_queue *)(void *)q;
+}
+
+static inline const struct pw_queue *
+pw_of_const(const struct tpe__queue *q)
+{
+	return (const struct pw_queue *)(const void *)q;
+}
+
 static inline bool
 is_task(const struct tpe__task *h)
 {
@@ -475,7 +494,7 @@ push(struct slot *s, struct tpe__task *t)
 static int
 pw_submit(struct tpe__queue *q, tpe_fn fn, void *arg, struct tpe_future *f)
 {
-	struct pw_queue *pq = (struct pw_queue *)q;
+	struct pw_queue *pq = pw_of(q);
 	tpe_t *pool = pq->pool;
 	struct tpe__task *t, *old;
 	struct slot *s;
@@ -809,7 +828,7 @@ idle(struct pw_queue *pq, struct slot *me, struct tpe__task **hp)
 static bool
 pw_worker_loop(struct tpe__queue *q)
 {
-	struct pw_queue *pq = (struct pw_queue *)q;
+	struct pw_queue *pq = pw_of(q);
 	size_t i = __atomic_fetch_add(&pq->next_slot, 1, __ATOMIC_RELAXED);
 	struct slot *me;
 	struct tpe__task *h;
@@ -838,7 +857,7 @@ pw_worker_loop(struct tpe__queue *q)
 size_t
 tpe__queue_per_worker_sleepers(const struct tpe__queue *q)
 {
-	const struct pw_queue *pq = (const struct pw_queue *)q;
+	const struct pw_queue *pq = pw_of_const(q);
 
 	return __atomic_load_n(&pq->deep, __ATOMIC_SEQ_CST) +
 	    __atomic_load_n(&pq->watchers, __ATOMIC_SEQ_CST);
@@ -847,7 +866,7 @@ tpe__queue_per_worker_sleepers(const struct tpe__queue *q)
 static int
 pw_attach(struct tpe__queue *q, tpe_t *pool)
 {
-	struct pw_queue *pq = (struct pw_queue *)q;
+	struct pw_queue *pq = pw_of(q);
 
 	pq->pool = pool;
 	/* Before any worker or submitter touches it (node.c): room for the
@@ -861,7 +880,7 @@ pw_attach(struct tpe__queue *q, tpe_t *pool)
 static void
 pw_wake_all(struct tpe__queue *q)
 {
-	struct pw_queue *pq = (struct pw_queue *)q;
+	struct pw_queue *pq = pw_of(q);
 	size_t i;
 
 	TPE__ASSERT_HELD(&pq->pool->lock);
@@ -877,7 +896,7 @@ pw_wake_all(struct tpe__queue *q)
 static bool
 pw_is_empty(struct tpe__queue *q)
 {
-	struct pw_queue *pq = (struct pw_queue *)q;
+	struct pw_queue *pq = pw_of(q);
 	size_t i;
 
 	/* seq_cst loads: before the busy flags (pw_busy, Design notes). */
@@ -891,7 +910,7 @@ pw_is_empty(struct tpe__queue *q)
 static bool
 pw_busy(const struct tpe__queue *q)
 {
-	const struct pw_queue *pq = (const struct pw_queue *)q;
+	const struct pw_queue *pq = pw_of_const(q);
 	size_t i;
 
 	for (i = 0; i < pq->n; i++)
@@ -903,7 +922,7 @@ pw_busy(const struct tpe__queue *q)
 static void
 pw_counts(const struct tpe__queue *q, size_t *active, uint64_t *completed)
 {
-	const struct pw_queue *pq = (const struct pw_queue *)q;
+	const struct pw_queue *pq = pw_of_const(q);
 	size_t i;
 
 	*active = 0;
@@ -923,7 +942,7 @@ pw_counts(const struct tpe__queue *q, size_t *active, uint64_t *completed)
 static size_t
 pw_size(struct tpe__queue *q)
 {
-	struct pw_queue *pq = (struct pw_queue *)q;
+	struct pw_queue *pq = pw_of(q);
 	uint64_t taken = pq->removed, submitted;
 	size_t i;
 
@@ -972,7 +991,7 @@ static size_t
 pw_remove_if(struct tpe__queue *q, tpe__task_match_fn match, void *ctx,
     size_t max, struct tpe__task_list *out)
 {
-	struct pw_queue *pq = (struct pw_queue *)q;
+	struct pw_queue *pq = pw_of(q);
 	size_t i, n = 0;
 
 	TPE__ASSERT_HELD(&pq->pool->lock);
@@ -1001,7 +1020,7 @@ pw_remove_if(struct tpe__queue *q, tpe__task_match_fn match, void *ctx,
 static void
 pw_destroy(struct tpe__queue *q)
 {
-	struct pw_queue *pq = (struct pw_queue *)q;
+	struct pw_queue *pq = pw_of(q);
 #ifndef USE_FUTEX
 	size_t i;
 

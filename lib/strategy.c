@@ -309,7 +309,8 @@ try_produce(struct tpe_strategy *s, int from)
 		break;
 	case TPE__S_PRODUCING:
 		s->state = TPE__S_REPRODUCING;
-		/* FALLTHROUGH */
+		tpe__mutex_unlock(&s->lock);
+		return;
 	default:
 		tpe__mutex_unlock(&s->lock);
 		return;

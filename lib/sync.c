@@ -81,9 +81,11 @@ tpe__mutex_init(struct tpe__mutex *m)
 	CHECKED(pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ERRORCHECK),
 	    "pthread_mutexattr_settype");
 	m->owner = NULL;
-#elif defined(__GLIBC__)
+#elif defined(HAVE_DECL_PTHREAD_MUTEX_ADAPTIVE_NP) && \
+    HAVE_DECL_PTHREAD_MUTEX_ADAPTIVE_NP
 	/* Critical sections are a few dozen instructions: spin a little on
-	 * contention before sleeping in the kernel. */
+	 * contention before sleeping in the kernel (glibc; elsewhere a
+	 * default mutex). */
 	CHECKED(pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ADAPTIVE_NP),
 	    "pthread_mutexattr_settype");
 #endif
@@ -208,4 +210,19 @@ tpe__deadline(int64_t timeout_ns)
 	if (timeout_ns > INT64_MAX - now)
 		return INT64_MAX;
 	return now + timeout_ns;
+}
+
+void
+tpe__thread_set_name(const char *name)
+{
+#ifdef HAVE_PTHREAD_SETNAME_NP
+	char buf[16];
+
+	/* Linux refuses a name of more than 15 bytes (ERANGE): keep the
+	 * start of a longer one. */
+	snprintf(buf, sizeof(buf), "%s", name);
+	(void)pthread_setname_np(pthread_self(), buf);
+#else
+	(void)name;
+#endif
 }

@@ -114,4 +114,11 @@ int64_t tpe__now_ns(void);
  */
 int64_t tpe__deadline(int64_t timeout_ns);
 
+/*
+ * Names the calling thread (at most 15 bytes are kept) where the system can
+ * (pthread_setname_np, HAVE_PTHREAD_SETNAME_NP); elsewhere does nothing.
+ * Best effort: a name is for debuggers and ps, nothing depends on it.
+ */
+void tpe__thread_set_name(const char *name);
+
 #endif /* TPE_SYNC_H */

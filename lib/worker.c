@@ -286,7 +286,7 @@ worker_main(void *arg)
 	bool terminate, ok;
 
 	snprintf(name, sizeof(name), "%s-%lu", a->name_prefix, w->id);
-	pthread_setname_np(pthread_self(), name);
+	tpe__thread_set_name(name);
 	tpe__tls_worker_pool = pool;
 	if (a->on_start != NULL) {
 		a->on_start(pool, a->thread_hook_ctx);

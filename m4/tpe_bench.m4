@@ -1,11 +1,13 @@
 # SPDX-License-Identifier: MIT
 # tpe_bench.m4 - TPE_BENCH_PEERS: find the thread pools that bench/tpe-bench
-# measures libtpe against. Every peer is optional: one that is missing is
-# only skipped by "make bench" (which says so); "make" and "make check"
-# never need any of them.
+# measures libtpe against, when configure was given --enable-bench
+# (enable_bench=yes); otherwise it probes nothing (no pkg-config, dpkg or
+# java look-ups) and every peer is "no". Every peer is optional: one that is
+# missing is only skipped by "make bench" (which says so); "make" and "make
+# check" never need any of them.
 #
-# Sets (AM_CONDITIONAL): HAVE_GLIB, HAVE_UV, HAVE_THPOOL, HAVE_GNUPLOT,
-#   HAVE_JAVA.
+# Sets (AM_CONDITIONAL): ENABLE_BENCH, HAVE_GLIB, HAVE_UV, HAVE_THPOOL,
+#   HAVE_GNUPLOT, HAVE_JAVA.
 # Substitutes: GLIB_CFLAGS/LIBS, UV_CFLAGS/LIBS, THPOOL_CFLAGS, GNUPLOT,
 #   JAVAC, JAVA.
 # Defines (config.h): TPE_BENCH_HAVE_GLIB, TPE_BENCH_HAVE_UV,
@@ -17,6 +19,14 @@
 
 AC_DEFUN([TPE_BENCH_PEERS], [
 AC_REQUIRE([PKG_PROG_PKG_CONFIG])
+AC_ARG_VAR([THPOOL_DIR],
+	[directory with C-Thread-Pool's thpool.c and thpool.h, for tpe-bench])
+have_glib=no
+have_uv=no
+have_thpool=no
+have_java=no
+THPOOL_CFLAGS=
+AS_IF([test "x$enable_bench" = xyes], [
 tpe_bench_versions=
 
 # GLib's GThreadPool (Debian: libglib2.0-dev).
@@ -26,7 +36,6 @@ AS_IF([test "x$have_glib" = xyes], [
 		[Define to 1 when tpe-bench measures GLib's GThreadPool.])
 	tpe_bench_versions="$tpe_bench_versions glib `$PKG_CONFIG --modversion glib-2.0 2>/dev/null`,"
 ])
-AM_CONDITIONAL([HAVE_GLIB], [test "x$have_glib" = xyes])
 
 # libuv's thread pool (Debian: libuv1-dev).
 PKG_CHECK_MODULES([UV], [libuv], [have_uv=yes], [have_uv=no])
@@ -35,13 +44,10 @@ AS_IF([test "x$have_uv" = xyes], [
 		[Define to 1 when tpe-bench measures libuv's thread pool.])
 	tpe_bench_versions="$tpe_bench_versions libuv `$PKG_CONFIG --modversion libuv 2>/dev/null`,"
 ])
-AM_CONDITIONAL([HAVE_UV], [test "x$have_uv" = xyes])
 
 # C-Thread-Pool: no library, a thpool.c to compile in (Debian:
 # cthreadpool-dev puts thpool.h in /usr/include/cthreadpool and thpool.c in
 # /usr/share/cthreadpool; dpkg -L says where, if it moves).
-AC_ARG_VAR([THPOOL_DIR],
-	[directory with C-Thread-Pool's thpool.c and thpool.h, for tpe-bench])
 AC_MSG_CHECKING([for C-Thread-Pool's thpool.c and thpool.h])
 tpe_thpool_c=
 tpe_thpool_h=
@@ -72,12 +78,9 @@ AS_IF([test -n "$tpe_thpool_c" && test -n "$tpe_thpool_h"], [
 	THPOOL_CFLAGS=
 	AC_MSG_RESULT([no])
 ])
-AC_SUBST([THPOOL_CFLAGS])
-AM_CONDITIONAL([HAVE_THPOOL], [test "x$have_thpool" = xyes])
 
 # gnuplot draws bench/results.png.
 AC_CHECK_PROG([GNUPLOT], [gnuplot], [gnuplot])
-AM_CONDITIONAL([HAVE_GNUPLOT], [test -n "$GNUPLOT"])
 
 # Java's ThreadPoolExecutor and ForkJoinPool (javac to build the runner,
 # java to run it).
@@ -88,7 +91,6 @@ AS_IF([test -n "$JAVAC" && test -n "$JAVA"], [
 	AC_DEFINE_UNQUOTED([TPE_BENCH_JAVA], ["$JAVA"],
 		[The java launcher that runs tpe-bench's Java peers.])
 ], [have_java=no])
-AM_CONDITIONAL([HAVE_JAVA], [test "x$have_java" = xyes])
 
 # What tpe-bench prints about its build. Backslashes and double quotes
 # are escaped for the C string.
@@ -104,4 +106,14 @@ AC_DEFINE_UNQUOTED([TPE_BENCH_PEER_VERSIONS], ["${tpe_bench_versions:-none}"],
 
 # For configure's closing summary.
 tpe_bench_summary="glib $have_glib, libuv $have_uv, thpool $have_thpool, java $have_java, gnuplot ${GNUPLOT:-no}"
+], [
+tpe_bench_summary="not probed (--enable-bench)"
+])
+AC_SUBST([THPOOL_CFLAGS])
+AM_CONDITIONAL([ENABLE_BENCH], [test "x$enable_bench" = xyes])
+AM_CONDITIONAL([HAVE_GLIB], [test "x$have_glib" = xyes])
+AM_CONDITIONAL([HAVE_UV], [test "x$have_uv" = xyes])
+AM_CONDITIONAL([HAVE_THPOOL], [test "x$have_thpool" = xyes])
+AM_CONDITIONAL([HAVE_GNUPLOT], [test -n "$GNUPLOT"])
+AM_CONDITIONAL([HAVE_JAVA], [test "x$have_java" = xyes])
 ])

@@ -49,6 +49,8 @@ struct resp {
 	char body[BUF];		/* NUL-terminated */
 };
 
+static bool fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 static bool
 fail(const char *fmt, ...)
 {

@@ -536,9 +536,9 @@ test_execute_thread_names(void **state)
 	}
 	tu_latch_wait(&started);
 	/* Each task started its own core thread, in order. */
-	assert_string_equal(n[0].name, "wk-1");
-	assert_string_equal(n[1].name, "wk-2");
-	assert_string_equal(n[2].name, "wk-3");
+	tu_assert_thread_name(n[0].name, "wk-1");
+	tu_assert_thread_name(n[1].name, "wk-2");
+	tu_assert_thread_name(n[2].name, "wk-3");
 	tu_latch_count_down(&release);
 	assert_int_equal(tpe_destroy(p), 0);
 	tu_latch_destroy(&started);

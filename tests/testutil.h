@@ -10,6 +10,10 @@
 #ifndef TPE_TESTUTIL_H
 #define TPE_TESTUTIL_H
 
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
 #include <errno.h>
 #include <pthread.h>
 #include <semaphore.h>
@@ -52,6 +56,21 @@ static inline void
 tu_time_bound(unsigned seconds)
 {
 	alarm((seconds ? seconds : TU_TIME_BOUND_S) * tu_time_scale());
+}
+
+/*
+ * Asserts the name of a pool's thread, as pthread_getname_np read it: want,
+ * where the library names its threads (HAVE_PTHREAD_SETNAME_NP, config.h);
+ * elsewhere anything but want (the library left the inherited name).
+ */
+static inline void
+tu_assert_thread_name(const char *got, const char *want)
+{
+#ifdef HAVE_PTHREAD_SETNAME_NP
+	assert_string_equal(got, want);
+#else
+	assert_string_not_equal(got, want);
+#endif
 }
 
 static inline int64_t
