@@ -11,7 +11,7 @@
 set -e
 cd "$(dirname "$0")"
 
-packages="gcc libc6-dev make autoconf automake libtool autoconf-archive
+packages="gcc libc6-dev make autoconf automake libtool
 pkg-config libcmocka-dev mandoc"
 
 if command -v dpkg-query >/dev/null 2>&1; then
@@ -38,7 +38,7 @@ if command -v dpkg-query >/dev/null 2>&1; then
 	fi
 else
 	echo "quickstart: not a Debian system; you need a C compiler, make," \
-	    "autoconf, automake, libtool, autoconf-archive, pkg-config," \
+	    "autoconf, automake, libtool, pkg-config," \
 	    "cmocka (for the tests) and mandoc (for the man page lint)"
 fi
 
