@@ -164,7 +164,7 @@ struct tpe_job {
 	bool done;                   /* L */
 	int result;                  /* L: valid once done */
 	bool go, aborted;            /* L: the gate of the dedicated threads */
-	size_t waiting_threads;      /* L: started, not past the gate */
+	size_t waiting_threads;      /* L: started; an aborted submit waits for 0 */
 	struct slot slots[];         /* I (fields as struct slot says) */
 };
 
@@ -358,7 +358,9 @@ tpe__coop_park_ns(uint64_t n, int64_t max_ns)
 	if (n <= TPE__COOP_SPIN_PASSES + TPE__COOP_YIELD_PASSES)
 		return 0;
 	shift = n - TPE__COOP_SPIN_PASSES - TPE__COOP_YIELD_PASSES - 1;
-	if (shift >= 62 || TPE__COOP_PARK_MIN_NS << shift >= max_ns)
+	/* 1 us << 40 is 12 days: no bound is reached later (and the
+	 * shift cannot overflow). */
+	if (shift >= 40 || TPE__COOP_PARK_MIN_NS << shift >= max_ns)
 		return max_ns;
 	return TPE__COOP_PARK_MIN_NS << shift;
 }
@@ -384,13 +386,31 @@ idle(struct worker *w)
 
 /* ---- stealing ---------------------------------------------------------- */
 
+/* Marks the first unmarked slot of the list starting at s for thief. */
+static bool
+mark_one_locked(struct worker *victim, struct slot *s, struct worker *thief)
+{
+	TPE__ASSERT_HELD(&victim->lock);
+	for (; s != NULL; s = s->next) {
+		struct worker *none = NULL;
+
+		/* Pairs with the acquire load in worker_pass: the victim
+		 * sees the mark before its next call of s. */
+		if (__atomic_compare_exchange_n(&s->thief, &none, thief,
+		    false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+			set_news_locked(victim);
+			return true;
+		}
+	}
+	return false;
+}
+
 /* w has just dismissed a tasklet: mark one of the longest list's. */
 static void
 steal(struct worker *w)
 {
 	tpe_coop_t *coop = w->coop;
 	struct worker *victim = NULL;
-	struct slot *s;
 	size_t i, most = load_of(w) + 1;
 
 	if ((coop->flags & TPE_COOP_NO_STEALING) || coop->n < 2)
@@ -404,17 +424,9 @@ steal(struct worker *w)
 	if (victim == NULL)
 		return;
 	tpe__mutex_lock(&victim->lock);
-	for (s = victim->head; s != NULL; s = s->next) {
-		struct worker *none = NULL;
-
-		/* Pairs with the acquire load in worker_pass: the victim
-		 * sees the mark before its next call of s. */
-		if (__atomic_compare_exchange_n(&s->thief, &none, w, false,
-		    __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
-			set_news_locked(victim);
-			break;
-		}
-	}
+	/* The list, else the inbox: slots not yet taken keep their mark. */
+	if (!mark_one_locked(victim, victim->head, w))
+		mark_one_locked(victim, victim->in_head, w);
 	tpe__mutex_unlock(&victim->lock);
 }
 
@@ -581,17 +593,19 @@ blocking_main(void *arg)
 	int r;
 
 	tpe__mutex_lock(&job->lock);
-	if (--job->waiting_threads == 0)
-		tpe__cond_broadcast(&job->cond);
 	while (!job->go)
 		tpe__cond_wait_until(&job->cond, &job->lock, -1);
 	aborted = job->aborted;
-	if (aborted && --job->waiting_threads == 0)
-		tpe__cond_broadcast(&job->cond);
 	tpe__mutex_unlock(&job->lock);
 	if (aborted) {
-		/* Submit failed: it waits for this thread, frees the job. */
+		/* Submit failed: it waits for this thread, then frees the
+		 * job. Counted out of the service first, so that submit
+		 * returns with no thread of the job left counted. */
 		blocking_gone(coop);
+		tpe__mutex_lock(&job->lock);
+		if (--job->waiting_threads == 0)
+			tpe__cond_broadcast(&job->cond);
+		tpe__mutex_unlock(&job->lock);
 		return NULL;
 	}
 	set_thread_name(coop, "b", (size_t)(s - job->slots));
