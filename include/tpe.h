@@ -235,6 +235,34 @@ TPE_API int tpe_strategy_get_stats(const tpe_strategy_t *strategy,
     struct tpe_strategy_stats *stats, size_t size);
 TPE_API int tpe_strategy_destroy(tpe_strategy_t *strategy);
 
+/* ---- SPSC rings ------------------------------------------------------- */
+
+/*
+ * A bounded single-producer single-consumer ring of pointers: one thread
+ * at a time offers, one thread at a time polls or drains. A full ring
+ * refuses the offer (EAGAIN), which is the backpressure.
+ */
+typedef struct tpe_ring tpe_ring_t;
+/* capacity: a power of two >= 2, else EINVAL; ENOMEM. */
+TPE_API int tpe_ring_create(tpe_ring_t **ring, size_t capacity);
+/* Producer side (one thread at a time). 0; EAGAIN full (backpressure: the
+ * caller keeps item); EPIPE after tpe_ring_close; EINVAL ring NULL.
+ * Any pointer, NULL included, is an item. */
+TPE_API int tpe_ring_offer(tpe_ring_t *ring, void *item);
+/* Consumer side (one thread at a time). 0 and *item; EAGAIN empty; EPIPE
+ * empty and closed (end of stream); EINVAL NULL arguments. */
+TPE_API int tpe_ring_poll(tpe_ring_t *ring, void **item);
+/* Consumer: moves up to max items into items[] (oldest first), *count
+ * how many. 0 when *count > 0; EAGAIN empty; EPIPE empty and closed;
+ * EINVAL NULL arguments or max == 0. */
+TPE_API int tpe_ring_drain(tpe_ring_t *ring, void **items, size_t max,
+    size_t *count);
+/* Producer: no more items; what is in the ring can still be polled.
+ * Idempotent: 0; EINVAL NULL. */
+TPE_API int tpe_ring_close(tpe_ring_t *ring);
+/* Frees the ring (items in it are the caller's business). NULL: no-op. */
+TPE_API void tpe_ring_destroy(tpe_ring_t *ring);
+
 /* ---- cooperative tasklets (tpe_coop_create(3)) ------------------------ */
 
 typedef struct tpe_coop tpe_coop_t;
