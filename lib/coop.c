@@ -274,6 +274,22 @@ load_of(struct worker *w)
 	return __atomic_load_n(&w->load, __ATOMIC_RELAXED);
 }
 
+/* Appends s to one of w's lists (its list or its inbox) and counts it. */
+static void
+append_locked(struct worker *w, struct slot **head, struct slot **tail,
+    struct slot *s)
+{
+	TPE__ASSERT_HELD(&w->lock);
+	s->next = NULL;
+	s->prev = *tail;
+	if (*tail != NULL)
+		(*tail)->next = s;
+	else
+		*head = s;
+	*tail = s;
+	add_load_locked(w, 1);
+}
+
 /* Appends s to w's inbox; false when w has left (s is not taken). */
 static bool
 inbox_push_locked(struct worker *w, struct slot *s)
@@ -281,14 +297,7 @@ inbox_push_locked(struct worker *w, struct slot *s)
 	TPE__ASSERT_HELD(&w->lock);
 	if (w->closed)
 		return false;
-	s->next = NULL;
-	s->prev = w->in_tail;
-	if (w->in_tail != NULL)
-		w->in_tail->next = s;
-	else
-		w->in_head = s;
-	w->in_tail = s;
-	add_load_locked(w, 1);
+	append_locked(w, &w->in_head, &w->in_tail, s);
 	set_news_locked(w);
 	return true;
 }
@@ -447,14 +456,7 @@ hand_over(struct worker *w, struct slot *s, struct worker *thief)
 		return;
 	/* The thief has left (destroy): keep it, at the tail. */
 	tpe__mutex_lock(&w->lock);
-	s->next = NULL;
-	s->prev = w->tail;
-	if (w->tail != NULL)
-		w->tail->next = s;
-	else
-		w->head = s;
-	w->tail = s;
-	add_load_locked(w, 1);
+	append_locked(w, &w->head, &w->tail, s);
 	tpe__mutex_unlock(&w->lock);
 }
 
