@@ -64,7 +64,12 @@
  * or ECANCELED), a broadcast. The error word is set once (CAS from 0): a
  * failing tasklet, tpe_job_cancel, or destroy; after the job completed
  * cancel does nothing (it checks `done` under the lock, and `remaining`,
- * which the last slot counts down before it takes the lock). References:
+ * which the last slot counts down before it takes the lock). A cancel
+ * from outside the service then waits for completion (so no call starts
+ * after it returns); from a worker of the service, or the dedicated thread
+ * of one of the job's tasklets, it only marks, since completion may need
+ * the calling thread; tpe_job_wait from those threads is EDEADLK, and
+ * tpe_coop_destroy from any thread of the service is EDEADLK. References:
  * the caller's (tpe_job_release) and the service's (dropped at
  * completion); the last one frees.
  *
