@@ -263,6 +263,51 @@ TPE_API int tpe_ring_close(tpe_ring_t *ring);
 /* Frees the ring (items in it are the caller's business). NULL: no-op. */
 TPE_API void tpe_ring_destroy(tpe_ring_t *ring);
 
+/* ---- cooperative tasklets (tpe_coop_create(3)) ------------------------ */
+
+typedef struct tpe_coop tpe_coop_t;
+typedef struct tpe_job tpe_job_t;
+
+/*
+ * What a tasklet call returns: TPE_DONE (0) when it has finished, a
+ * positive errno value when it failed (it is finished too, the job reports
+ * the first such error and its other tasklets are called no more), or one
+ * of the negative values to be called again.
+ */
+#define TPE_DONE 0
+#define TPE_MADE_PROGRESS (-1)
+#define TPE_NO_PROGRESS (-2)
+typedef int (*tpe_tasklet_fn)(void *ctx);
+/* Called exactly once per tasklet when it will be called no more, with 0,
+ * the errno it returned, or ECANCELED (tpe_coop_submit(3)). May be NULL. */
+typedef void (*tpe_tasklet_end_fn)(void *ctx, int result);
+
+#define TPE_TASKLET_BLOCKING 0x1u /* not cooperative: a dedicated thread */
+struct tpe_tasklet {
+	tpe_tasklet_fn fn;        /* required */
+	void *ctx;
+	tpe_tasklet_end_fn end;   /* may be NULL */
+	unsigned flags;           /* TPE_TASKLET_BLOCKING */
+};  /* grows only at its end: tpe_coop_submit takes the caller's sizeof */
+
+#define TPE_COOP_NO_STEALING 0x1u
+struct tpe_coop_config {
+	size_t threads;           /* 0: the CPUs this process may run on */
+	int64_t max_park_ns;      /* 0: 1 ms; the idle backoff's bound */
+	unsigned flags;           /* TPE_COOP_NO_STEALING */
+	const char *thread_name;  /* NULL: "tpe-coop" */
+};  /* grows only at its end: tpe_coop_create takes the caller's sizeof */
+
+TPE_API int tpe_coop_create(tpe_coop_t **coop,
+    const struct tpe_coop_config *config, size_t config_size);
+TPE_API int tpe_coop_submit(tpe_coop_t *coop,
+    const struct tpe_tasklet *tasklets, size_t n, size_t tasklet_size,
+    tpe_job_t **job);
+TPE_API int tpe_job_wait(tpe_job_t *job, int64_t timeout_ns);
+TPE_API int tpe_job_cancel(tpe_job_t *job);
+TPE_API void tpe_job_release(tpe_job_t *job);
+TPE_API int tpe_coop_destroy(tpe_coop_t *coop);
+
 #ifdef __cplusplus
 }
 #endif
