@@ -2,8 +2,11 @@
 # SPDX-License-Identifier: MIT
 # check-symbols.sh - every symbol libtpe.so exports is public and documented (TAP).
 #
-# One line per exported symbol: it must start with tpe_ (anything else is a
-# leak through -fvisibility=hidden) and have its page man/<symbol>.3.
+# One line per exported symbol: it must start with tpe_, or be one of the
+# thpool_ functions of the C-Thread-Pool API (include/tpe/thpool.h; anything
+# else is a leak through -fvisibility=hidden), and have its page
+# man/<symbol>.3. A thpool_ page is a ".so" link to tpe_thpool.3, which must
+# name the function in its NAME section (.Nm), so that man(1) finds it.
 
 set -u
 top_srcdir=${top_srcdir:-.}
@@ -43,8 +46,25 @@ for s in $syms; do
 			failed=1
 		fi
 		;;
+	thpool_*)
+		page=$top_srcdir/man/$s.3
+		so=
+		if test -f "$page"; then
+			so=$(sed -n 's/^\.so[ \t]*//p' "$page")
+		fi
+		if ! test -f "$page"; then
+			echo "not ok $i - $s is exported but man/$s.3 does not exist"
+			failed=1
+		elif test -n "$so" && ! grep -q "^\.Nm $s\( ,\)*\$" \
+		    "$top_srcdir/man/${so##*/}" 2>/dev/null; then
+			echo "not ok $i - $s: man/$s.3 links to $so, which does not name it (.Nm $s)"
+			failed=1
+		else
+			echo "ok $i - $s (man/$s.3${so:+ -> $so})"
+		fi
+		;;
 	*)
-		echo "not ok $i - $s is exported but is not a tpe_ name"
+		echo "not ok $i - $s is exported but is neither a tpe_ nor a thpool_ name"
 		failed=1
 		;;
 	esac
