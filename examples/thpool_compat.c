@@ -19,7 +19,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int jobs_done;
 static long sum;
 
-void task(void *arg)
+static void task(void *arg)
 {
 	pthread_mutex_lock(&lock);
 	jobs_done++;

@@ -8,106 +8,25 @@
  *
  * Linked with -Wl,--wrap=malloc,--wrap=calloc,--wrap=pthread_create, so that
  * thpool_init can be made to fail at each allocation and at each thread
- * start (tests/Makefile.inc). A failure is armed for the calls of the arming
+ * start (tests/fault.h). A failure is armed for the calls of the arming
  * thread only, and only around the call under test.
  */
+#define _GNU_SOURCE /* pthread_getname_np */
 #include <dirent.h>
 #include <string.h>
 
 #include "testutil.h"
+#include "fault.h"
 
-#include "node.h"
 #include "thpool.h"
 
-/* ---- failure injection ------------------------------------------------ */
-
-void *__real_malloc(size_t size);
-void *__real_calloc(size_t n, size_t size);
-int __real_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
-    void *(*start)(void *), void *arg);
-void *__wrap_malloc(size_t size);
-void *__wrap_calloc(size_t n, size_t size);
-int __wrap_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
-    void *(*start)(void *), void *arg);
-
-/*
- * The calls of `owner` that pass through a wrapper are numbered from 0;
- * call number `fail_at` fails, and so does every later one if `fail_rest`.
- * fail_at < 0 disarms. Only the owner reads or writes these, except that
- * workers read `armed` (atomically) to see the wrappers are not for them.
- */
-struct trap {
-	int armed;          /* atomic */
-	pthread_t owner;
-	long fail_at;
-	bool fail_rest;
-	long calls;
-	long failed;
-};
-
-static struct trap alloc_trap;   /* malloc and calloc */
-static struct trap create_trap;  /* pthread_create */
-
-static bool
-trap_springs(struct trap *t)
-{
-	long n;
-
-	if (!__atomic_load_n(&t->armed, __ATOMIC_SEQ_CST) ||
-	    !pthread_equal(pthread_self(), t->owner))
-		return false;
-	n = t->calls++;
-	if (n < t->fail_at || (n > t->fail_at && !t->fail_rest))
-		return false;
-	t->failed++;
-	return true;
-}
-
-static void
-trap_arm(struct trap *t, long fail_at, bool fail_rest)
-{
-	tpe__node_cache_flush();    /* no job node served from the cache */
-	t->owner = pthread_self();
-	t->fail_at = fail_at;
-	t->fail_rest = fail_rest;
-	t->calls = 0;
-	t->failed = 0;
-	__atomic_store_n(&t->armed, 1, __ATOMIC_SEQ_CST);
-}
-
-/* Disarms t; returns how many of its calls failed. */
-static long
-trap_disarm(struct trap *t)
-{
-	__atomic_store_n(&t->armed, 0, __ATOMIC_SEQ_CST);
-	return t->failed;
-}
-
-void *
-__wrap_malloc(size_t size)
-{
-	if (trap_springs(&alloc_trap)) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	return __real_malloc(size);
-}
-
-void *
-__wrap_calloc(size_t n, size_t size)
-{
-	if (trap_springs(&alloc_trap)) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	return __real_calloc(n, size);
-}
+/* ---- failure injection (tests/fault.h) ------------------------------- */
 
 int
 __wrap_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
     void *(*start)(void *), void *arg)
 {
-	if (trap_springs(&create_trap))
+	if (fault_hit(&create_fault))
 		return EAGAIN;
 	return __real_pthread_create(thread, attr, start, arg);
 }
@@ -300,13 +219,13 @@ test_thpool_init_pthread_create_fails(void **state)
 
 	(void)state;
 	for (k = 0; k < n; k++) {
-		trap_arm(&create_trap, k, false);
+		fault_arm(&create_fault, k, 1, false);
 		tp = thpool_init(n);
-		assert_int_equal(trap_disarm(&create_trap), 1);
+		assert_int_equal(fault_disarm(&create_fault), 1);
 		assert_null(tp);
 		assert_threads_back_to(before);
 	}
-	/* Without the trap, the same call succeeds. */
+	/* Without the fault, the same call succeeds. */
 	tp = thpool_init(n);
 	assert_non_null(tp);
 	thpool_destroy(tp);
@@ -325,9 +244,9 @@ test_thpool_init_malloc_fails(void **state)
 
 	(void)state;
 	for (k = 0; k < 100; k++) {
-		trap_arm(&alloc_trap, k, false);
+		fault_arm(&malloc_fault, k, 1, false);
 		tp = thpool_init(2);
-		if (trap_disarm(&alloc_trap) == 0) {
+		if (fault_disarm(&malloc_fault) == 0) {
 			/* Past the last allocation: this one succeeded. */
 			assert_non_null(tp);
 			break;
@@ -374,9 +293,9 @@ test_thpool_add_work_malloc_fails(void **state)
 
 	(void)state;
 	assert_non_null(tp);
-	trap_arm(&alloc_trap, 0, true);
+	fault_arm(&malloc_fault, 0, -1, false);
 	rc = thpool_add_work(tp, tu_count_fn, &ran);
-	assert_true(trap_disarm(&alloc_trap) > 0);
+	assert_true(fault_disarm(&malloc_fault) > 0);
 	assert_int_equal(rc, -1);
 	thpool_wait(tp);
 	assert_int_equal(tu_load(&ran), 0);
