@@ -36,7 +36,7 @@ typedef struct thpool_ *threadpool;
 TPE_THPOOL_API threadpool thpool_init(int num_threads);
 
 /* Queues function_p(arg_p); 0 on success, -1 on failure (NULL pool or
- * function, no memory, the pool being destroyed). */
+ * function, no memory). The pool never frees arg_p. */
 TPE_THPOOL_API int thpool_add_work(threadpool, void (*function_p)(void *),
     void *arg_p);
 
