@@ -3,9 +3,12 @@
 # check-symbols.sh - every symbol libtpe.so exports is public, documented and
 # versioned (TAP).
 #
-# One line per exported symbol: it must start with tpe_ (anything else is a
-# leak through -fvisibility=hidden), have its page man/<symbol>.3, and carry
-# a version that lib/libtpe.map defines (TPE_0; a later release adds nodes,
+# One line per exported symbol: it must start with tpe_, or be one of the
+# thpool_ functions of the C-Thread-Pool API (include/tpe/thpool.h; anything
+# else is a leak through -fvisibility=hidden), have its page man/<symbol>.3
+# (a thpool_ page is a ".so" link to tpe_thpool.3, which must name the
+# function in its NAME section, .Nm, so that man(1) finds it), and carry a
+# version that lib/libtpe.map defines (TPE_0; a later release adds nodes,
 # doc/abi.md), when the library was linked with it (configure's "version
 # script" result, TPE_VERSION_SCRIPT=yes|no).
 
@@ -54,23 +57,34 @@ failed=0
 echo "$syms" | {
 	while read -r s v; do
 		i=$((i + 1))
+		page=$top_srcdir/man/$s.3
+		so=
 		case $s in
 		tpe_*) ;;
+		thpool_*)
+			if test -f "$page"; then
+				so=$(sed -n 's/^\.so[ \t]*//p' "$page")
+			fi
+			;;
 		*)
-			echo "not ok $i - $s is exported but is not a tpe_ name"
+			echo "not ok $i - $s is exported but is neither a tpe_ nor a thpool_ name"
 			failed=1
 			continue
 			;;
 		esac
-		if ! test -f "$top_srcdir/man/$s.3"; then
+		if ! test -f "$page"; then
 			echo "not ok $i - $s is exported but man/$s.3 does not exist"
+			failed=1
+		elif test -n "$so" && ! grep -q "^\.Nm $s\( ,\)*\$" \
+		    "$top_srcdir/man/${so##*/}" 2>/dev/null; then
+			echo "not ok $i - $s: man/$s.3 links to $so, which does not name it (.Nm $s)"
 			failed=1
 		elif test "$TPE_VERSION_SCRIPT" = yes &&
 		    case $versions in *" $v "*) false ;; *) true ;; esac; then
 			echo "not ok $i - $s has version $v, not one of$versions(lib/libtpe.map)"
 			failed=1
 		else
-			echo "ok $i - $s (man/$s.3, version $v)"
+			echo "ok $i - $s (man/$s.3${so:+ -> $so}, version $v)"
 		fi
 	done
 	exit $failed
