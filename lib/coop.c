@@ -535,15 +535,15 @@ stopping(tpe_coop_t *coop)
 	return __atomic_load_n(&coop->stopping, __ATOMIC_ACQUIRE);
 }
 
-/* Names the calling thread "<name>-<tag><id>", cut to Linux's 15 chars. */
+/* Names the calling thread "<name>-<tag><id>" (tpe__thread_set_name cuts
+ * it to Linux's 15 characters, and does nothing where names are missing). */
 static void
 set_thread_name(const tpe_coop_t *coop, const char *tag, size_t id)
 {
 	char name[48];
 
 	snprintf(name, sizeof(name), "%s-%s%zu", coop->name, tag, id);
-	name[15] = '\0';
-	pthread_setname_np(pthread_self(), name);
+	tpe__thread_set_name(name);
 }
 
 static void *
