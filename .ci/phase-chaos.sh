@@ -17,6 +17,7 @@ cd "$(dirname "$0")/.."
 top=$PWD
 build=_build-chaos
 chaos_seconds=${CHAOS_SECONDS:-30}
+chaos_coop_seconds=${CHAOS_COOP_SECONDS:-15}
 long_run_tasks=${LONG_RUN_TASKS:-1000000}
 pass=0
 fail=0
@@ -66,8 +67,8 @@ else
 	fi
 	rm -f "$build.configure.log"
 fi
-echo "== chaos: make tests/chaos tests/long_run tests/limits"
-if ! make -C "$build" tests/chaos tests/long_run tests/limits \
+echo "== chaos: make tests/chaos tests/chaos_coop tests/long_run tests/limits"
+if ! make -C "$build" tests/chaos tests/chaos_coop tests/long_run tests/limits \
     >"$build/make.log" 2>&1; then
 	tail -n 60 "$build/make.log"
 	check "build" 1
@@ -82,6 +83,12 @@ echo "== chaos: tests/chaos $chaos_seconds (ASan+UBSan)"
 timeout -k 10 $((chaos_seconds + 120)) $prefix "$build/tests/chaos" \
     "$chaos_seconds"
 check "chaos stress, $chaos_seconds s (ASan+UBSan)" $?
+
+echo "== chaos: tests/chaos_coop $chaos_coop_seconds (ASan+UBSan)"
+# shellcheck disable=SC2086 # the prefix is words
+timeout -k 10 $((chaos_coop_seconds + 120)) $prefix \
+    "$build/tests/chaos_coop" "$chaos_coop_seconds"
+check "tasklet and thpool chaos, $chaos_coop_seconds s (ASan+UBSan)" $?
 
 echo "== chaos: tests/long_run $long_run_tasks (ASan+UBSan; make check-stress: 10^7)"
 # ASan's quarantine of freed memory would count as growth: keep it small.
