@@ -43,6 +43,7 @@
 #include <sys/wait.h>
 
 #include "testutil.h"
+#include "tpe/thpool.h"
 
 #include "node.h"
 
@@ -646,6 +647,97 @@ struct scenario {
  * the hand-off pool's max covers its tasks; a per-worker pool with no
  * task checks its create, which starts every worker.
  */
+/* ---- the services beside the pool: tasklets, rings, thpool ------------ */
+
+static int
+tasklet_fn(void *ctx)
+{
+	(void)ctx;
+	return TPE_DONE;
+}
+
+/* A tasklet's end: 0 counts as ran, anything else as handed back, so that
+ * check_slots sees each accepted tasklet end exactly once. */
+static void
+tasklet_end(void *ctx, int result)
+{
+	struct slot *s = ctx;
+
+	__atomic_add_fetch(result == 0 ? &s->ran : &s->handed, 1,
+	    __ATOMIC_SEQ_CST);
+}
+
+/* A tasklet service and two jobs (one with a blocking tasklet): an accepted
+ * job ends every tasklet once; a refused one called and ended none. */
+static void
+sc_coop(void)
+{
+	struct tpe_coop_config cfg = { .threads = 2 };
+	tpe_coop_t *coop = (tpe_coop_t *)&coop;
+	struct tpe_tasklet t[3];
+	int j, k;
+
+	if (expect(tpe_coop_create(&coop, &cfg, sizeof(cfg)), 0) != 0) {
+		CHECK(coop == (tpe_coop_t *)&coop);
+		return;
+	}
+	for (j = 0; j < 2; j++) {
+		tpe_job_t *job = (tpe_job_t *)&job;
+
+		for (k = 0; k < 3; k++)
+			t[k] = (struct tpe_tasklet){ tasklet_fn,
+			    &slots[3 * j + k], tasklet_end,
+			    j == 1 && k == 2 ? TPE_TASKLET_BLOCKING : 0 };
+		if (expect(tpe_coop_submit(coop, t, 3, sizeof(t[0]), &job),
+		    0) != 0) {
+			CHECK(job == (tpe_job_t *)&job);
+			continue;
+		}
+		for (k = 0; k < 3; k++)
+			slots[3 * j + k].accepted = 1;
+		CHECK(tpe_job_wait(job, -1) == 0);
+		tpe_job_release(job);
+	}
+	CHECK(tpe_coop_destroy(coop) == 0);
+}
+
+/* A ring: created or ENOMEM with nothing written; then no allocation. */
+static void
+sc_ring(void)
+{
+	tpe_ring_t *ring = (tpe_ring_t *)&ring;
+	void *item = NULL;
+
+	if (expect(tpe_ring_create(&ring, 8), 0) != 0) {
+		CHECK(ring == (tpe_ring_t *)&ring);
+		return;
+	}
+	CHECK(tpe_ring_offer(ring, &slots[0]) == 0);
+	CHECK(tpe_ring_poll(ring, &item) == 0 && item == &slots[0]);
+	tpe_ring_destroy(ring);
+}
+
+/* The C-Thread-Pool API: thpool_init gives NULL only for a fault,
+ * thpool_add_work -1 only for one, and every added job runs once. */
+static void
+sc_thpool(void)
+{
+	threadpool tp = thpool_init(2);
+	int i;
+
+	if (tp == NULL) {
+		CHECK(fired());
+		return;
+	}
+	for (i = 0; i < 6; i++) {
+		slots[i].accepted = thpool_add_work(tp, task_fn, &slots[i]) == 0;
+		if (!slots[i].accepted)
+			CHECK(fired());
+	}
+	thpool_wait(tp);
+	thpool_destroy(tp);
+}
+
 static const struct scenario scenarios[] = {
 	{ "unbounded", NULL, { 2, 2, TPE_QUEUE_UNBOUNDED, 0, QF, 0 }, 6 },
 	{ "bounded", NULL, { 1, 3, TPE_QUEUE_BOUNDED, 8, QF, 0 }, 6 },
@@ -664,6 +756,9 @@ static const struct scenario scenarios[] = {
 	{ .name = "strategy_adaptive", .fn = sc_strategy_adaptive },
 	{ .name = "strategy_pec", .fn = sc_strategy_pec },
 	{ .name = "strategy_epc", .fn = sc_strategy_epc },
+	{ .name = "coop_jobs", .fn = sc_coop },
+	{ .name = "ring", .fn = sc_ring },
+	{ .name = "thpool", .fn = sc_thpool },
 };
 
 #define NSCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))
