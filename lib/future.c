@@ -51,19 +51,26 @@ set_state_locked(struct tpe_future *f, int state)
 	__atomic_store_n(&f->state, state, __ATOMIC_RELEASE);
 }
 
+bool
+tpe__future_start(struct tpe_future *f)
+{
+	bool started;
+
+	tpe__mutex_lock(&f->lock);
+	started = f->state == TPE__F_NEW;
+	if (started)
+		set_state_locked(f, TPE__F_RUNNING);
+	tpe__mutex_unlock(&f->lock);
+	return started;
+}
+
 enum tpe__future_run_result
-tpe__future_run(struct tpe_future *f)
+tpe__future_run_started(struct tpe_future *f)
 {
 	void *result;
 
-	tpe__mutex_lock(&f->lock);
-	if (f->state != TPE__F_NEW) {
-		tpe__mutex_unlock(&f->lock);
-		return TPE__NOT_RUN;
-	}
-	set_state_locked(f, TPE__F_RUNNING);
-	tpe__mutex_unlock(&f->lock);
-
+	TPE__ASSERT(__atomic_load_n(&f->state, __ATOMIC_RELAXED) ==
+	    TPE__F_RUNNING);
 	result = f->fn(f->arg);
 	if (tpe__forked_since(f->fork_gen))
 		return TPE__FORKED;
@@ -74,6 +81,14 @@ tpe__future_run(struct tpe_future *f)
 	tpe__cond_broadcast(&f->cond);
 	tpe__mutex_unlock(&f->lock);
 	return TPE__RAN;
+}
+
+enum tpe__future_run_result
+tpe__future_run(struct tpe_future *f)
+{
+	if (!tpe__future_start(f))
+		return TPE__NOT_RUN;
+	return tpe__future_run_started(f);
 }
 
 bool

@@ -56,8 +56,21 @@ enum tpe__future_run_result {
 			* hold its lock), and must not be touched */
 };
 
-/* Runs the callable unless the future was cancelled. */
+/* Runs the callable unless the future was cancelled: tpe__future_start,
+ * then tpe__future_run_started. */
 enum tpe__future_run_result tpe__future_run(struct tpe_future *f);
+
+/*
+ * NEW -> RUNNING: true when this call started the future, false when it was
+ * cancelled first. From here on tpe_future_cancel says EBUSY, so a worker
+ * that starts the future before the task hooks never calls the hooks
+ * around a task that a cancel then turns into a no-op.
+ */
+bool tpe__future_start(struct tpe_future *f);
+
+/* Runs the callable of a future that tpe__future_start started, and
+ * completes it: TPE__RAN, or TPE__FORKED (see above). */
+enum tpe__future_run_result tpe__future_run_started(struct tpe_future *f);
 
 /* Whether f is still NEW (neither started nor cancelled). Any thread. */
 static inline bool

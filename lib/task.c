@@ -178,12 +178,14 @@ run(tpe_t *pool, struct tpe__task *t, bool keep)
 	tpe_fn fn = t->fn;
 	void *arg = user_arg(t);
 	unsigned gen = tpe__fork_gen();
-	enum tpe__future_run_result r;
 
 	/* A task that unwound out of a non-blocking invocation must not
 	 * leave the next one flagged (invocation.h). */
 	tpe__tls_non_blocking = false;
-	if (f != NULL && !tpe__future_is_new(f)) {
+	/* A future is started before the hooks: once RUNNING, a cancel says
+	 * EBUSY, so no cancel can make a no-op of a task whose hooks ran
+	 * (tpe_attr_set_task_hooks(3)). */
+	if (f != NULL && !tpe__future_start(f)) {
 		/* Cancelled while queued: a no-op that still counts as
 		 * completed; the discard callback gets it. */
 		return hand_back(pool, t, a->discard, a->discard_ctx, keep);
@@ -193,16 +195,12 @@ run(tpe_t *pool, struct tpe__task *t, bool keep)
 		if (tpe__forked_since(gen))
 			return false;
 	}
-	if (f == NULL) {
+	if (f == NULL)
 		fn(arg);
-		if (tpe__forked_since(gen))
-			return false;
-		r = TPE__RAN;
-	} else {
-		r = tpe__future_run(f);
-		if (r == TPE__FORKED)
-			return false;
-	}
+	else if (tpe__future_run_started(f) == TPE__FORKED)
+		return false;
+	if (tpe__forked_since(gen))
+		return false;
 	if (a->after != NULL) {
 		a->after(pool, fn, arg, a->task_hook_ctx);
 		if (tpe__forked_since(gen))
@@ -210,20 +208,8 @@ run(tpe_t *pool, struct tpe__task *t, bool keep)
 	}
 	if (!keep)
 		end(pool, t);
-	if (f == NULL)
-		return true;
-	if (r == TPE__RAN) {
+	if (f != NULL)
 		tpe__future_unref(f);
-		return true;
-	}
-	/* Cancelled between the check above and the run: the discard
-	 * callback gets it, as if it had been cancelled in the queue. */
-	if (a->discard != NULL) {
-		a->discard(NULL, arg, a->discard_ctx);
-		if (tpe__forked_since(gen))
-			return false;
-	}
-	tpe__future_unref(f);
 	return true;
 }
 

@@ -898,6 +898,84 @@ test_future_cancel_run_race(void **state)
 	print_message("# cancel won %d of %d\n", cancelled, ROUNDS);
 }
 
+/*
+ * tpe_attr_set_task_hooks(3): the hooks never run around the no-op a worker
+ * makes of a cancelled future's task. The before hook itself cancels the
+ * task it is called for, the latest moment a cancel can come: the future
+ * must already count as started (EBUSY), and the task then runs. Before the
+ * fix the worker looked at the future, called the hook, and only then
+ * started it, so this cancel won and the hooks ran around a no-op.
+ */
+struct hook_cancel {
+	sem_t published;          /* the future pointer is in f */
+	tpe_future_t *f;
+	int cancel_rc;            /* what the before hook's cancel returned */
+	int before, after;        /* atomic: hook calls */
+};
+
+static void
+hook_cancel_before(tpe_t *pool, tpe_fn fn, void *arg, void *ctx)
+{
+	struct hook_cancel *h = ctx;
+
+	(void)pool;
+	(void)fn;
+	(void)arg;
+	__atomic_add_fetch(&h->before, 1, __ATOMIC_SEQ_CST);
+	sem_wait(&h->published);
+	h->cancel_rc = tpe_future_cancel(h->f);
+}
+
+static void
+hook_cancel_after(tpe_t *pool, tpe_fn fn, void *arg, void *ctx)
+{
+	struct hook_cancel *h = ctx;
+
+	(void)pool;
+	(void)fn;
+	(void)arg;
+	__atomic_add_fetch(&h->after, 1, __ATOMIC_SEQ_CST);
+}
+
+static void
+hooks_never_wrap_cancelled(enum tpe_queue_kind kind)
+{
+	struct hook_cancel h;
+	struct callable c;
+	tpe_t *pool;
+	void *res = NULL;
+
+	memset(&h, 0, sizeof(h));
+	memset(&c, 0, sizeof(c));
+	c.value = &c;
+	assert_int_equal(sem_init(&h.published, 0, 0), 0);
+	pool = tu_pool_with(&(struct tu_pool_opts){ .core = 2, .max = 2,
+	    .queue = kind, .before = hook_cancel_before,
+	    .after = hook_cancel_after, .task_hooks_ctx = &h });
+	assert_int_equal(tpe_submit(pool, callable_fn, &c, &h.f), 0);
+	assert_int_equal(sem_post(&h.published), 0);
+	assert_int_equal(tpe_future_get(h.f, -1, &res), 0);
+	assert_int_equal(tpe_wait_idle(pool, -1), 0);
+	/* The hooks ran, so the task is no no-op: it ran once, and the
+	 * cancel from inside the before hook came too late. */
+	assert_int_equal(h.cancel_rc, EBUSY);
+	assert_ptr_equal(res, &c);
+	assert_int_equal(tu_ran(&c), 1);
+	assert_int_equal(tu_load(&h.before), 1);
+	assert_int_equal(tu_load(&h.after), 1);
+	tpe_future_release(h.f);
+	assert_int_equal(tpe_destroy(pool), 0);
+	sem_destroy(&h.published);
+}
+
+static void
+test_future_hooks_never_wrap_cancelled_task(void **state)
+{
+	(void)state;
+	hooks_never_wrap_cancelled(TPE_QUEUE_UNBOUNDED);
+	hooks_never_wrap_cancelled(TPE_QUEUE_PER_WORKER);
+}
+
 int
 main(void)
 {
@@ -921,6 +999,7 @@ main(void)
 		cmocka_unit_test(test_future_custom_handler_completes_later),
 		cmocka_unit_test(test_future_cancel_while_handler_keeps_pair),
 		cmocka_unit_test(test_future_cancel_run_race),
+		cmocka_unit_test(test_future_hooks_never_wrap_cancelled_task),
 	};
 
 	tu_time_bound(0);
