@@ -41,6 +41,15 @@ set_state_locked(tpe_t *pool, int state)
 }
 
 /* Idle workers re-check state and configuration (Java's interruptIdleWorkers). */
+/* seq_cst: pairs with the loads of tpe_try_execute and the claimer's
+ * re-check in tpe__reserve_hand (reserved.c). L held. */
+static void
+set_paused_locked(tpe_t *pool, bool paused)
+{
+	TPE__ASSERT_HELD(&pool->lock);
+	__atomic_store_n(&pool->paused, paused, __ATOMIC_SEQ_CST);
+}
+
 static void
 wake_workers_locked(tpe_t *pool)
 {
@@ -515,8 +524,40 @@ tpe_execute_typed(tpe_t *pool, tpe_fn fn, void *arg, enum tpe_invocation type)
 }
 
 /*
+ * A miss of tpe_try_execute: asks the reserve for one more thread, and,
+ * when no worker can answer (none idle, none starting) and the pool is
+ * below max, starts one, as Jetty's ReservedThreadExecutor starts a
+ * reserved thread through its executor. Without it a pool used only
+ * through tpe_try_execute would never get a reserved thread. Never waits
+ * for the lock (a busy lock means a worker or a submitter is at work, and
+ * the next miss tries again) nor for the thread to park: the new worker
+ * finds the queue empty and parks (get_task, tpe__reserve_wanted_locked).
+ */
+static void
+reserve_miss(tpe_t *pool)
+{
+	struct tpe__reserve *r = &pool->reserve;
+
+	tpe__reserve_request(pool);
+	if (tpe__reserve_wanted(r) == 0 || !tpe__mutex_trylock(&pool->lock))
+		return;
+	/* One thread per want at most: r->starting counts those started
+	 * whose want no worker took yet (tpe__reserve_wanted_locked). */
+	if (pool->state == TPE__RUNNING && !pool->paused &&
+	    pool->queue->takers == 0 && pool->wc < pool->max &&
+	    r->starting < tpe__reserve_wanted(r)) {
+		r->starting++;
+		if (tpe__worker_start_locked(pool, NULL) != 0 &&
+		    r->starting > 0)
+			r->starting--;
+	}
+	tpe__mutex_unlock(&pool->lock);
+}
+
+/*
  * Hands the task to a parked reserved thread, or refuses at once: no
- * queue, no wait, no thread start on this path (reserved.h). The task
+ * queue, no wait for a thread (reserved.h); a miss may start one
+ * (reserve_miss). The task
  * counts as submitted before the hand-off, since the reserved thread may
  * finish it before this returns.
  */
@@ -531,21 +572,28 @@ tpe_try_execute(tpe_t *pool, tpe_fn fn, void *arg)
 		return EINVAL;
 	if (load_state(pool) != TPE__RUNNING)
 		return ECANCELED;
+	/* A paused pool starts no task (tpe_pause(3)): refused, and no
+	 * reserved thread is asked for. The claimer re-checks after its
+	 * claim, and a thread handed a task as the pause comes holds it
+	 * until resume (tpe__reserve_park_locked). */
+	if (__atomic_load_n(&pool->paused, __ATOMIC_SEQ_CST))
+		return EAGAIN;
 	if (tpe__reserve_parked(&pool->reserve) == 0) {
-		tpe__reserve_request(pool);
+		reserve_miss(pool);
 		return EAGAIN;
 	}
 	t = tpe__task_new(pool, fn, arg, NULL, &token);
 	if (t == NULL)
 		return ENOMEM;
 	tpe__pool_count_submitted(pool, 1);
-	if (tpe__reserve_hand(&pool->reserve, t, &pool->state, &cancelled))
+	if (tpe__reserve_hand(&pool->reserve, t, &pool->state, &pool->paused,
+	    &cancelled))
 		return 0;
 	tpe__pool_count_submitted(pool, -1);
 	tpe__task_free(pool, t);
 	if (cancelled)
 		return ECANCELED;
-	tpe__reserve_request(pool);
+	reserve_miss(pool);
 	return EAGAIN;
 }
 
@@ -602,7 +650,7 @@ tpe_shutdown(tpe_t *pool)
 	tpe__mutex_lock(&pool->lock);
 	if (pool->state == TPE__RUNNING) {
 		set_state_locked(pool, TPE__SHUTDOWN);
-		pool->paused = false;
+		set_paused_locked(pool, false);
 		wake_workers_locked(pool);
 	}
 	if (ensure_worker_locked(pool) != 0 && pool->wc == 0) {
@@ -665,7 +713,7 @@ tpe_shutdown_now(tpe_t *pool, tpe_handback_fn drained, void *ctx)
 	tpe__mutex_lock(&pool->lock);
 	if (pool->state < TPE__STOP) {
 		set_state_locked(pool, TPE__STOP);
-		pool->paused = false;
+		set_paused_locked(pool, false);
 		wake_workers_locked(pool);
 	}
 	pool->queue->ops->remove_if(pool->queue, match_all, NULL, SIZE_MAX,
@@ -784,7 +832,7 @@ tpe_pause(tpe_t *pool)
 	if (pool->state != TPE__RUNNING)
 		rc = ECANCELED;
 	else if (!pool->paused) {
-		pool->paused = true;
+		set_paused_locked(pool, true);
 		wake_workers_locked(pool);
 	}
 	tpe__mutex_unlock(&pool->lock);
@@ -802,7 +850,7 @@ tpe_resume(tpe_t *pool)
 	if (pool->state != TPE__RUNNING) {
 		rc = ECANCELED;
 	} else if (pool->paused) {
-		pool->paused = false;
+		set_paused_locked(pool, false);
 		wake_workers_locked(pool);
 		rc = start_for_queue_locked(pool);
 		if (rc != 0 && pool->wc > 0)
@@ -1033,6 +1081,7 @@ tpe_get_stats(const tpe_t *cpool, struct tpe_stats *stats, size_t size)
 		s->completed += completed;
 	}
 	s->largest_pool_size = pool->largest;
+	TPE__ASSERT(ended || s->pool_size <= s->largest_pool_size);
 	/* After the completed count: a task counts as submitted before it
 	 * can run, so the snapshot never shows more completed (or taken
 	 * from the queue) than submitted. */
@@ -1068,7 +1117,7 @@ tpe__pool_atfork_child(tpe_t *pool)
 	pool->nthreads = pool->active = 0;
 	pool->queue->takers = 0;
 	pool->idle_waiters = pool->handing_back = 0;
-	pool->paused = false;
+	set_paused_locked(pool, false);
 	set_state_locked(pool, TPE__TERMINATED);
 	/* The forking thread may be a worker of this pool or deliver one of
 	 * its callbacks: here it is neither (tpe_destroy works in the child). */

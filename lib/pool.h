@@ -40,8 +40,11 @@
  *   wc        workers permitted to run and not yet told to stop (Java's
  *             workerCount): reserved before a thread is created, released
  *             when get_task decides the worker exits; it is what the
- *             statistics report as pool_size and largest_pool_size, so
- *             they never exceed max while exiting threads finish;
+ *             statistics report as pool_size, and largest_pool_size is
+ *             the most it ever was (counted at the reservation, as Java
+ *             counts largestPoolSize before it starts the thread), so
+ *             pool_size never exceeds largest_pool_size and neither
+ *             exceeds max while exiting threads finish;
  *   nthreads  worker threads alive or being created (Java's workers.size());
  *             termination needs nthreads == 0, so TERMINATED means no worker
  *             runs any pool code any more except its final unlock/return,
@@ -106,11 +109,12 @@ struct tpe {
 	size_t max;                /* L */
 	int64_t keep_alive_ns;     /* L */
 	bool allow_core_timeout;   /* L */
-	bool paused;               /* L */
+	bool paused;               /* L, A: written with set_paused_locked;
+				    * read without L by tpe_try_execute */
 	unsigned config_gen;       /* L: bumped to make waiting workers re-check */
 
 	size_t nthreads;           /* L */
-	size_t largest;            /* L */
+	size_t largest;            /* L: the most wc ever was */
 	size_t idle_waiters;       /* L, A: threads in tpe_wait_idle; read
 				    * without L by per-worker workers */
 	size_t handing_back;       /* L: tpe_shutdown_now calls still delivering */

@@ -45,6 +45,7 @@ tpe__reserve_init(struct tpe__reserve *r, size_t capacity)
 
 	r->capacity = capacity;
 	r->want = 0;
+	r->starting = 0;
 	r->epoch = 0;
 	r->slots = NULL;
 	if (capacity == 0)
@@ -88,6 +89,7 @@ tpe__reserve_atfork_child(struct tpe__reserve *r)
 		tpe__cond_init(&r->slots[i].cond);
 	}
 	r->want = 0;
+	r->starting = 0;
 }
 
 /* seq_cst: the submitter's count of parked threads after its lock-free
@@ -151,9 +153,11 @@ give(struct tpe__reserve_slot *s, struct tpe__task *item)
 	tpe__mutex_unlock(&s->lock);
 }
 
+void (*tpe__reserve_hand_hook)(void); /* reserved.h */
+
 bool
 tpe__reserve_hand(struct tpe__reserve *r, struct tpe__task *t,
-    const int *state, bool *cancelled)
+    const int *state, const bool *paused, bool *cancelled)
 {
 	size_t i, k;
 
@@ -174,6 +178,15 @@ tpe__reserve_hand(struct tpe__reserve *r, struct tpe__task *t,
 			*cancelled = true;
 			return false;
 		}
+		/* seq_cst: pairs with tpe_pause's store (pool.c,
+		 * set_paused_locked). A pause after this look is caught by
+		 * the owner, which holds the task until resume. */
+		if (__atomic_load_n(paused, __ATOMIC_SEQ_CST)) {
+			give(s, &nothing);
+			return false;
+		}
+		if (tpe__reserve_hand_hook != NULL)
+			tpe__reserve_hand_hook();
 		give(s, t);
 		return true;
 	}
@@ -208,6 +221,13 @@ tpe__reserve_request(tpe_t *pool)
 	}
 }
 
+size_t
+tpe__reserve_wanted(const struct tpe__reserve *r)
+{
+	/* Relaxed: a hint; the start it leads to is decided under L. */
+	return __atomic_load_n(&r->want, __ATOMIC_RELAXED);
+}
+
 bool
 tpe__reserve_wanted_locked(tpe_t *pool, bool *reserved)
 {
@@ -221,6 +241,10 @@ tpe__reserve_wanted_locked(tpe_t *pool, bool *reserved)
 	while (want > 0) {
 		if (__atomic_compare_exchange_n(&r->want, &want, want - 1,
 		    true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+			/* A want is served: one thread started for the
+			 * wants (if any) is accounted for. */
+			if (r->starting > 0)
+				r->starting--;
 			*reserved = true;
 			return true;
 		}
@@ -345,6 +369,17 @@ tpe__reserve_park_locked(tpe_t *pool, bool *reserved)
 	s->item = NULL;
 	tpe__mutex_unlock(&s->lock);
 	tpe__mutex_lock(&pool->lock);
+	/*
+	 * A task handed over as the pool was paused (the claimer looked at
+	 * `paused` before tpe_pause set it) waits here for resume or
+	 * shutdown, which clears the pause: the worker loop starts it in
+	 * this same critical section, so no task starts while paused. The
+	 * slot stays TAKEN meanwhile, so tpe_wait_idle counts the task.
+	 * Resume and shutdown broadcast work_cond (wake_workers_locked).
+	 */
+	while (item != NULL && item != &nothing && pool->paused &&
+	    pool->state < TPE__STOP)
+		tpe__cond_wait_until(&pool->work_cond, &pool->lock, -1);
 	/*
 	 * The slot stays TAKEN until the pool lock is held again: a task
 	 * counts as on its way (tpe__reserve_handing) until the worker loop

@@ -7,11 +7,13 @@
  * ------------
  * A reserved thread is an ordinary worker of the pool (it counts in wc, so
  * against max) that, instead of waiting on the queue, parks in one of the
- * pool's `capacity` slots. Nothing starts a thread for the reserve: a
- * tpe_try_execute that finds no parked thread asks for one (`want`), and
- * the next worker that finds the queue empty in get_task parks instead of
- * waiting (worker.c). So creating a pool starts none, and the caller of
- * tpe_try_execute never creates a thread, queues or waits. After running a
+ * pool's `capacity` slots. A tpe_try_execute that finds no parked thread
+ * asks for one (`want`), and the next worker that finds the queue empty in
+ * get_task parks instead of waiting (worker.c); when no worker can answer
+ * (none idle, none starting) and the pool is below max, the miss starts
+ * one (pool.c, reserve_miss), which parks once it finds the queue empty.
+ * So creating a pool starts none, and the caller of tpe_try_execute never
+ * queues or waits for a thread. After running a
  * handed task a reserved thread parks again; after the keep-alive time
  * parked (when the keep-alive is not 0) it leaves the reserve and is an
  * ordinary idle worker again, so an idle reserve shrinks to 0.
@@ -56,6 +58,9 @@ struct tpe__reserve {
 	size_t capacity;                 /* I: 0 = no reserved threads */
 	struct tpe__reserve_slot *slots; /* I: capacity entries */
 	size_t want;                     /* A: asked for by misses, not parked yet */
+	size_t starting;                 /* L: pool->lock; workers that misses
+					  * started for `want`s no worker took
+					  * yet (pool.c, reserve_miss) */
 	unsigned epoch;                  /* A: bumped (under pool->lock) when
 					  * parked threads must re-check the pool */
 };
@@ -76,16 +81,26 @@ size_t tpe__reserve_handing(const struct tpe__reserve *r);
 
 /*
  * Hands t to a parked thread: true when one was claimed and given t. Then
- * `state` is re-read after the claim; when it is not RUNNING, the thread is
- * given nothing, t is not taken and *cancelled is set. Never blocks beyond
- * the claimed slot's own lock, which only its owner also takes.
+ * `state` and `paused` are re-read after the claim; when the state is not
+ * RUNNING, the thread is given nothing, t is not taken and *cancelled is
+ * set; when the pool is paused, the thread is given nothing and t is not
+ * taken. Never blocks beyond the claimed slot's own lock, which only its
+ * owner also takes.
  */
 bool tpe__reserve_hand(struct tpe__reserve *r, struct tpe__task *t,
-    const int *state, bool *cancelled);
+    const int *state, const bool *paused, bool *cancelled);
+
+/* White-box: called, when set, between a claim's re-checks and the
+ * hand-over of the task (tests build the pause that comes in between). */
+extern void (*tpe__reserve_hand_hook)(void);
 
 /* After a miss: asks for one more reserved thread, at most capacity in
  * all, and wakes an idle worker when the pool lock is free. Any thread. */
 void tpe__reserve_request(tpe_t *pool);
+
+/* How many threads misses asked for that have not parked yet (a
+ * snapshot). Any thread. */
+size_t tpe__reserve_wanted(const struct tpe__reserve *r);
 
 /*
  * get_task's question, L held: should this idle worker park? Yes when it

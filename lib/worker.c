@@ -200,7 +200,12 @@ get_task_locked(tpe_t *pool, bool *reserved)
 	return NULL;
 }
 
-/* largest_pool_size: counts a worker once its thread exists. L held. */
+/*
+ * largest_pool_size: the most wc ever was. Noted when a start reserves its
+ * place in wc, as Java notes largestPoolSize before it starts the thread,
+ * so that pool_size (wc) never shows above it; a start that then fails has
+ * still counted. L held.
+ */
 static void
 note_largest_locked(tpe_t *pool)
 {
@@ -295,9 +300,6 @@ worker_main(void *arg)
 	}
 
 	tpe__mutex_lock(&pool->lock);
-	/* Before the first task: a snapshot taken by that task counts this
-	 * thread, whether or not its creator has re-taken the lock yet. */
-	note_largest_locked(pool);
 	t = w->first;
 	w->first = NULL;
 	if (pool->queue->ops->worker_loop != NULL) {
@@ -377,6 +379,7 @@ tpe__worker_start_locked(tpe_t *pool, struct tpe__task *first)
 	TPE__ASSERT_HELD(&pool->lock);
 	/* Reserve: concurrent callers see the slot taken at once. */
 	tpe__pool_set_wc_locked(pool, pool->wc + 1);
+	note_largest_locked(pool);
 	pool->nthreads++;
 	if (first != NULL)
 		pool->active++;
@@ -405,8 +408,6 @@ tpe__worker_start_locked(tpe_t *pool, struct tpe__task *first)
 	if (rc == 0) {
 		w->thread = tid;
 		w->joinable = true;
-		/* Counted once it exists: a failed start never shows. */
-		note_largest_locked(pool);
 		return 0;
 	}
 	if (w != NULL) {

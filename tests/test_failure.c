@@ -203,12 +203,49 @@ test_failure_first_worker_alloc_fails(void **state)
 	assert_int_equal(tu_load(&count), expected);
 }
 
+/* The snapshot a thread start takes of its pool while pthread_create has
+ * not returned (create_around). */
+static tpe_t *snap_pool;
+static struct tpe_stats snap;
+
+static int
+snapshot_then_create(pthread_t *thread, const pthread_attr_t *attr,
+    void *(*start)(void *), void *arg)
+{
+	assert_int_equal(tpe_get_stats(snap_pool, &snap, sizeof(snap)), 0);
+	return __real_pthread_create(thread, attr, start, arg);
+}
+
 /*
- * largest_pool_size is "the most worker threads ever alive at once": a
- * thread that could not be created was never alive.
+ * A snapshot taken while a worker is being started never shows pool_size
+ * above largest_pool_size (Java never does). Before the fix largest counted
+ * the worker only once its thread existed: pool_size 1, largest 0 here.
  */
 static void
-test_failure_largest_pool_size_counts_only_live_threads(void **state)
+test_failure_stats_during_start_pool_size_within_largest(void **state)
+{
+	tpe_t *pool = tu_pool(2, 2, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
+	int count = 0;
+
+	(void)state;
+	snap_pool = pool;
+	create_around = snapshot_then_create;
+	assert_int_equal(tpe_execute(pool, tu_count_fn, &count), 0);
+	create_around = NULL;
+	assert_int_equal(snap.pool_size, 1);
+	assert_int_equal(snap.largest_pool_size, 1);
+	finish(pool);
+	assert_int_equal(tu_load(&count), 1);
+}
+
+/*
+ * largest_pool_size counts a worker from the moment the pool decides to
+ * start it, as Java's getLargestPoolSize does (addWorker notes it before
+ * the thread starts), so that it is never below pool_size: a start that
+ * then fails has counted too.
+ */
+static void
+test_failure_largest_pool_size_counts_decided_starts(void **state)
 {
 	tpe_t *pool = tu_pool(2, 2, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
 	struct tu_saturation sat;
@@ -220,7 +257,8 @@ test_failure_largest_pool_size_counts_only_live_threads(void **state)
 	rc = tpe_execute(pool, tu_count_fn, &count);
 	assert_true(fault_disarm(&create_fault) >= 1);
 	assert_int_equal(rc, EAGAIN);
-	assert_int_equal(tu_stats(pool).largest_pool_size, 0);
+	assert_int_equal(tu_stats(pool).pool_size, 0);
+	assert_int_equal(tu_stats(pool).largest_pool_size, 1);
 
 	tu_saturate(pool, 1, 0, &sat);
 	fault_arm(&create_fault, 0, -1, false);
@@ -228,7 +266,8 @@ test_failure_largest_pool_size_counts_only_live_threads(void **state)
 	assert_true(fault_disarm(&create_fault) >= 1);
 	assert_int_equal(rc, 0);
 	assert_int_equal(tu_stats(pool).pool_size, 1);
-	assert_int_equal(tu_stats(pool).largest_pool_size, 1);
+	/* The saturating worker, and the second one as it was decided. */
+	assert_int_equal(tu_stats(pool).largest_pool_size, 2);
 	tu_unsaturate(&sat);
 	finish(pool);
 	assert_int_equal(tu_load(&count), 1);
@@ -1055,7 +1094,8 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_failure_first_worker_create_fails),
 		cmocka_unit_test(test_failure_first_worker_alloc_fails),
-		cmocka_unit_test(test_failure_largest_pool_size_counts_only_live_threads),
+		cmocka_unit_test(test_failure_largest_pool_size_counts_decided_starts),
+		cmocka_unit_test(test_failure_stats_during_start_pool_size_within_largest),
 		cmocka_unit_test(test_failure_create_fails_after_first_worker),
 		cmocka_unit_test(test_failure_create_fails_task_queued_behind_busy_worker),
 		cmocka_unit_test(test_failure_create_fails_for_noncore_worker),

@@ -134,8 +134,19 @@ test_reserved_lazy_and_miss(void **state)
 	assert_int_equal(tu_stats(p).pool_size, 0);
 	assert_int_equal(tu_stats(p).reserved, 0);
 	assert_int_equal(tpe_try_execute(p, tu_count_fn, &count), EAGAIN);
-	assert_int_equal(tu_stats(p).pool_size, 0); /* no thread started */
 	assert_int_equal(tu_stats(p).submitted, 0);
+	/* No worker could answer the miss, so it started one (and only
+	 * one: later misses see it starting or idle). Before, a pool used
+	 * only through tpe_try_execute never got a reserved thread. */
+	assert_int_equal(tu_stats(p).pool_size, 1);
+	assert_int_equal(tpe_try_execute(p, tu_count_fn, &count) == 0 ||
+	    tu_stats(p).largest_pool_size == 1, true);
+	/* It parks, and the pool serves tpe_try_execute with no other use. */
+	assert_true(TU_EVENTUALLY(tu_stats(p).reserved == 1, EV_TIMEOUT));
+	while (tpe_try_execute(p, tu_count_fn, &count) != 0)
+		assert_int_equal(tu_stats(p).reserved, 0); /* raced a hit */
+	assert_int_equal(tpe_wait_idle(p, -1), 0);
+	count = 0;
 	/* Capacity 0: always a miss, and no worker ever parks. */
 	for (i = 0; i < 100; i++)
 		assert_int_equal(tpe_try_execute(none, tu_count_fn, &count),
@@ -511,6 +522,83 @@ test_reserved_flag_reset_between_tasks(void **state)
 	assert_true(tu_load(&seen) == 2);
 }
 
+/* ---- a paused pool starts no task, a handed one included -------------- */
+
+/*
+ * tpe_try_execute(3) lists "the pool is paused" under EAGAIN, and
+ * tpe_pause(3) says no task starts until resume. Before the fix a parked
+ * thread was handed the task and ran it while paused.
+ */
+static void
+test_reserved_paused_pool_refuses(void **state)
+{
+	tpe_t *p = pool_reserving(2, 1, 0);
+	struct tu_latch done;
+	struct where w = { 0 };
+	int i;
+
+	(void)state;
+	tu_latch_init(&done, 1);
+	w.done = &done;
+	park_reserved(p, 1);
+	assert_int_equal(tpe_pause(p), 0);
+	for (i = 0; i < 100; i++)
+		assert_int_equal(tpe_try_execute(p, where_fn, &w), EAGAIN);
+	assert_int_equal(tu_stats(p).submitted, 0);
+	assert_int_equal(tpe_resume(p), 0);
+	/* Unpaused, the reserve serves again. */
+	park_reserved(p, 1);
+	assert_int_equal(tpe_try_execute(p, where_fn, &w), 0);
+	tu_latch_wait(&done);
+	assert_int_equal(tu_load(&w.ran), 1);
+	assert_int_equal(tpe_destroy(p), 0);
+	tu_latch_destroy(&done);
+}
+
+/* The pause that comes between a claimer's re-checks and its hand-over. */
+static tpe_t *hook_pool;
+
+static void
+pause_in_hand_off(void)
+{
+	tpe__reserve_hand_hook = NULL;
+	assert_int_equal(tpe_pause(hook_pool), 0);
+}
+
+/*
+ * The claimer saw the pool running, then tpe_pause returned, then the task
+ * reached the parked thread: it was accepted before the pause, and must
+ * wait for resume, counted by tpe_wait_idle all along.
+ */
+static void
+test_reserved_handed_task_waits_for_resume(void **state)
+{
+	tpe_t *p = pool_reserving(2, 1, 0);
+	struct tu_latch done;
+	struct where w = { 0 };
+
+	(void)state;
+	tu_latch_init(&done, 1);
+	w.done = &done;
+	park_reserved(p, 1);
+	hook_pool = p;
+	tpe__reserve_hand_hook = pause_in_hand_off;
+	assert_int_equal(tpe_try_execute(p, where_fn, &w), 0);
+	assert_null(tpe__reserve_hand_hook); /* the hook ran: paused */
+	/* Not idle while the task waits, and it does not start: before the
+	 * fix it ran at once and the pool went idle. */
+	assert_int_equal(tpe_wait_idle(p, 50 * TU_MS), ETIMEDOUT);
+	assert_int_equal(tu_load(&w.ran), 0);
+	assert_int_equal(tu_stats(p).active, 0);
+	assert_int_equal(tpe_resume(p), 0);
+	tu_latch_wait(&done);
+	assert_int_equal(tpe_wait_idle(p, -1), 0);
+	assert_int_equal(tu_load(&w.ran), 1);
+	assert_int_equal(tu_stats(p).completed, 1);
+	assert_int_equal(tpe_destroy(p), 0);
+	tu_latch_destroy(&done);
+}
+
 int
 main(void)
 {
@@ -526,6 +614,8 @@ main(void)
 		cmocka_unit_test(test_reserved_shutdown_races),
 		cmocka_unit_test(test_reserved_invocation_types),
 		cmocka_unit_test(test_reserved_flag_reset_between_tasks),
+		cmocka_unit_test(test_reserved_paused_pool_refuses),
+		cmocka_unit_test(test_reserved_handed_task_waits_for_resume),
 	};
 
 	tu_time_bound(0);
