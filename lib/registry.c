@@ -19,6 +19,7 @@
 #include <pthread.h>
 
 #include "registry.h"
+#include "task.h"
 #include "sync.h"
 
 /* Initialised with the fork handlers, before its first use, so that a debug
@@ -59,6 +60,7 @@ child(void)
 	__atomic_add_fetch(&tpe__fork_generation, 1, __ATOMIC_RELAXED);
 	for (p = registry_head; p != NULL; p = p->reg_next)
 		tpe__pool_atfork_child(p);
+	tpe__task_atfork_child();
 	tpe__mutex_init(&registry_lock);
 }
 

@@ -33,6 +33,15 @@
 #include "registry.h"
 #include "task.h"
 
+__thread struct tpe__task *tpe__tls_running_node; /* task.h */
+
+void
+tpe__task_atfork_child(void)
+{
+	free(tpe__tls_running_node);
+	tpe__tls_running_node = NULL;
+}
+
 /* The one way a node ends: back to its pool's return stack. */
 static void
 end(tpe_t *pool, struct tpe__task *t)
@@ -190,6 +199,9 @@ run(tpe_t *pool, struct tpe__task *t, bool keep)
 		 * completed; the discard callback gets it. */
 		return hand_back(pool, t, a->discard, a->discard_ctx, keep);
 	}
+	/* From here to the end of the user code: freed in the child of a
+	 * fork made in it (task.h). */
+	tpe__tls_running_node = t;
 	if (a->before != NULL) {
 		a->before(pool, fn, arg, a->task_hook_ctx);
 		if (tpe__forked_since(gen))
@@ -206,6 +218,7 @@ run(tpe_t *pool, struct tpe__task *t, bool keep)
 		if (tpe__forked_since(gen))
 			return false;
 	}
+	tpe__tls_running_node = NULL;
 	if (!keep)
 		end(pool, t);
 	if (f != NULL)

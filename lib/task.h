@@ -90,6 +90,20 @@ void tpe__task_free(tpe_t *pool, struct tpe__task *t);
 bool tpe__task_run(tpe_t *pool, struct tpe__task *t);
 
 /*
+ * The node whose user code (hooks, task) this thread runs now, or NULL;
+ * this thread only. In the child of a fork() from that user code, nothing
+ * frees the node any more (the run returns false and touches nothing):
+ * tpe__task_atfork_child frees it there, so that tpe_destroy in the child
+ * leaves nothing allocated.
+ */
+extern __thread struct tpe__task *tpe__tls_running_node;
+
+/* In the child of fork(), in the forking thread: frees the node of the
+ * task that forked (see above). The future it may carry is left alone:
+ * the returning run still reads it (future.h). */
+void tpe__task_atfork_child(void);
+
+/*
  * The same, but the node stays the caller's (its contents are spent): a
  * worker that runs a batch ends all its nodes at once afterwards, with
  * tpe__task_end_chain: one atomic operation per batch, not per task.

@@ -15,6 +15,8 @@
 
 #include "testutil.h"
 
+#include "task.h"
+
 /*
  * ThreadSanitizer cannot start threads in the child of a multi-threaded
  * fork ("dup thread with used id"): under it, the child skips the check
@@ -662,6 +664,12 @@ forking_task(void *arg)
 }
 
 static void *
+forking_call_nop(void *arg)
+{
+	return arg;
+}
+
+static void *
 forking_call(void *arg)
 {
 	forking_task(arg);
@@ -808,6 +816,66 @@ test_fork_in_shutdown_now_callback(void **state)
 	tu_saturation_destroy(&sat);
 }
 
+/*
+ * tpe(7): tpe_destroy in the child frees the pool's memory, the node of the
+ * task that forked included. The child exits with exit(3) from inside that
+ * task, so that LeakSanitizer checks it (the ASan+UBSan build, where a leak
+ * makes the exit status non-zero, when it finds no stale pointer to the
+ * node), and checks white-box that the fork handler freed it (task.h):
+ * before the fix nothing did, and LeakSanitizer reported the 40 bytes in a
+ * program that forked this way. The tasks queued behind it are dropped.
+ */
+struct leak_fork {
+	tpe_t *pool;
+	sem_t go;          /* the tasks behind the forking one are queued */
+	pid_t child;
+};
+
+static void
+leak_forking_task(void *arg)
+{
+	struct leak_fork *k = arg;
+	pid_t pid;
+
+	while (sem_wait(&k->go) != 0)
+		;
+	pid = fork();
+	if (pid == 0) {
+		tu_time_bound(5); /* not inherited: bound the child */
+		/* White-box: the atfork handler freed this task's node. */
+		if (tpe__tls_running_node != NULL)
+			exit(4);
+		exit(tpe_destroy(k->pool) == 0 ? 0 : 3);
+	}
+	k->child = pid;
+}
+
+static void
+test_fork_child_destroy_frees_forking_task(void **state)
+{
+	struct leak_fork k;
+	tpe_future_t *f = NULL;
+	int i, count = 0;
+
+	(void)state;
+	memset(&k, 0, sizeof(k));
+	k.child = -1;
+	assert_int_equal(sem_init(&k.go, 0, 0), 0);
+	k.pool = tu_pool(1, 1, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
+	assert_int_equal(tpe_execute(k.pool, leak_forking_task, &k), 0);
+	for (i = 0; i < 3; i++)
+		assert_int_equal(tpe_execute(k.pool, tu_count_fn, &count), 0);
+	assert_int_equal(tpe_submit(k.pool, forking_call_nop, NULL, &f), 0);
+	assert_int_equal(sem_post(&k.go), 0);
+	assert_int_equal(tpe_wait_idle(k.pool, -1), 0);
+	assert_true(k.child > 0);
+	assert_int_equal(child_status(k.child), 0);
+	assert_int_equal(tu_load(&count), 3);
+	tpe_future_release(f);
+	assert_int_equal(tpe_destroy(k.pool), 0);
+	sem_destroy(&k.go);
+}
+
 int
 main(void)
 {
@@ -822,6 +890,7 @@ main(void)
 		cmocka_unit_test(test_fork_in_task),
 		cmocka_unit_test(test_fork_in_submitted_callable),
 		cmocka_unit_test(test_fork_in_shutdown_now_callback),
+		cmocka_unit_test(test_fork_child_destroy_frees_forking_task),
 	};
 
 	tu_time_bound(0);
