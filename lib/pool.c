@@ -252,9 +252,14 @@ ensure_taker_locked(tpe_t *pool, struct tpe__task *t, const void *owner,
 
 	TPE__ASSERT_HELD(&pool->lock);
 	*signal = tpe__queue_needs_signal(pool->queue);
-	/* Parked reserved threads do not take queued tasks: when they are
-	 * all the workers there are, one leaves the reserve for the queue. */
-	if (pool->wc > 0 && pool->wc <= tpe__reserve_parked(&pool->reserve))
+	/* Parked reserved threads do not take queued tasks while another
+	 * worker waits for them; when none does (the others are all busy,
+	 * or there are none), the parked ones leave the reserve to look at
+	 * the queue, so a task never waits behind busy workers while a
+	 * thread of the pool idles (an EPC strategy's queued producer would
+	 * stall production there). They park again once it is empty. */
+	if (pool->wc > 0 && pool->queue->takers == 0 &&
+	    tpe__reserve_parked(&pool->reserve) > 0)
 		tpe__reserve_wake_all_locked(pool);
 	if (pool->wc > 0 || pool->paused)
 		return 0;
@@ -394,7 +399,7 @@ dispatch_lockfree(tpe_t *pool, tpe_fn fn, void *arg, struct tpe_future *f,
 	struct tpe__queue *q = pool->queue;
 	struct tpe__task *t;
 	bool first;
-	size_t wc;
+	size_t wc, parked;
 
 	if (q->ops->offer_lockfree == NULL)
 		return false;
@@ -414,11 +419,14 @@ dispatch_lockfree(tpe_t *pool, tpe_fn fn, void *arg, struct tpe_future *f,
 	 * push's seq_cst CAS: they pair with the stores of state
 	 * (set_state_locked, under the lock, then the workers' look at the
 	 * queue), of wc (may_leave_locked), of q->sleepers (queue.c) and of
-	 * a reserved slot (reserved.c, park): wc must count a worker that is
-	 * not parked in the reserve. */
+	 * a reserved slot (reserved.c, park): with threads parked in the
+	 * reserve, some other worker must be waiting for tasks
+	 * (ensure_taker_locked), or the lock settles it. */
 	wc = __atomic_load_n(&pool->wc, __ATOMIC_SEQ_CST);
+	parked = tpe__reserve_parked(&pool->reserve);
 	if (__atomic_load_n(&pool->state, __ATOMIC_SEQ_CST) == TPE__RUNNING &&
-	    wc > tpe__reserve_parked(&pool->reserve) &&
+	    wc > parked &&
+	    (parked == 0 || __atomic_load_n(&q->takers, __ATOMIC_SEQ_CST) > 0) &&
 	    !(first && tpe__queue_sleeper_needed(q)))
 		*rc = 0;
 	else

@@ -599,6 +599,63 @@ test_reserved_handed_task_waits_for_resume(void **state)
 	tu_latch_destroy(&done);
 }
 
+/* ---- a queued task never waits while a reserved thread idles ---------- */
+
+/*
+ * max 2: worker A runs a task that blocks, worker B is parked in the
+ * reserve. A task queued now (an EPC strategy's queued pending producer is
+ * one) must run on B, not wait for A: before the fix parked threads left
+ * the reserve only when they were all the workers, and production stalled
+ * until A's task ended. Both the lock-free (unbounded) and the locked
+ * (bounded) queue.
+ */
+static void
+queued_task_takes_parked_thread(enum tpe_queue_kind kind)
+{
+	tpe_attr_t *a = tu_attr_with(&(struct tu_pool_opts){ .core = 2,
+	    .max = 2, .queue = kind,
+	    .capacity = kind == TPE_QUEUE_BOUNDED ? 4 : 0 });
+	struct tu_latch started, release, done;
+	struct tu_blocker b = { &started, &release, NULL, 0 };
+	struct where w = { 0 };
+	size_t n = 0;
+	tpe_t *p;
+
+	tu_latch_init(&started, 1);
+	tu_latch_init(&release, 1);
+	tu_latch_init(&done, 1);
+	w.done = &done;
+	assert_int_equal(tpe_attr_set_reserved_threads(a, 1), 0);
+	assert_int_equal(tpe_create(&p, a), 0);
+	tpe_attr_destroy(a);
+	assert_int_equal(tpe_prestart_core_threads(p, &n), 0);
+	park_reserved(p, 1);
+	/* A: the other worker, held. */
+	assert_int_equal(tpe_execute(p, tu_blocker_fn, &b), 0);
+	tu_latch_wait(&started);
+	assert_int_equal(tpe_execute(p, where_fn, &w), 0);
+	/* Runs while A is still held (bounded: it fails by time-out). */
+	assert_true(tu_latch_wait_for(&done, EV_TIMEOUT));
+	assert_int_equal(tu_load(&b.ran), 1);
+	assert_int_equal(tu_latch_count(&release), 1); /* A still held */
+	tu_latch_count_down(&release);
+	assert_int_equal(tpe_wait_idle(p, -1), 0);
+	/* And B goes back to the reserve. */
+	park_reserved(p, 1);
+	assert_int_equal(tpe_destroy(p), 0);
+	tu_latch_destroy(&started);
+	tu_latch_destroy(&release);
+	tu_latch_destroy(&done);
+}
+
+static void
+test_reserved_queued_task_takes_parked_thread(void **state)
+{
+	(void)state;
+	queued_task_takes_parked_thread(TPE_QUEUE_UNBOUNDED);
+	queued_task_takes_parked_thread(TPE_QUEUE_BOUNDED);
+}
+
 int
 main(void)
 {
@@ -616,6 +673,7 @@ main(void)
 		cmocka_unit_test(test_reserved_flag_reset_between_tasks),
 		cmocka_unit_test(test_reserved_paused_pool_refuses),
 		cmocka_unit_test(test_reserved_handed_task_waits_for_resume),
+		cmocka_unit_test(test_reserved_queued_task_takes_parked_thread),
 	};
 
 	tu_time_bound(0);
