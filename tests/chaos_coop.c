@@ -424,7 +424,9 @@ main(int argc, char **argv)
 	uint64_t seed = e != NULL ? strtoull(e, NULL, 0) :
 	    (uint64_t)su_now_ns();
 	unsigned long coop_rounds = 0, thp_rounds = 0;
-	int baseline = su_thread_count();
+	/* After a first thread came and went: ThreadSanitizer's own thread
+	 * is counted in the baseline. */
+	int baseline = su_thread_baseline(pthread_create);
 
 	printf("chaos_coop: seed 0x%" PRIx64 ", %" PRId64 " s\n", seed,
 	    seconds);
