@@ -75,12 +75,15 @@
  * Jobs. `remaining` counts the slots not yet ended; the end of a slot
  * (the end callback, then the count) happens once, on the thread that
  * called it last (a worker, as above, or its dedicated thread), or that
- * owned it when it was never called. The one that counts the last slot completes the job
- * under its lock: `done`, the result (the error word: 0, the first errno,
- * or ECANCELED), a broadcast. The error word is set once (CAS from 0): a
- * failing tasklet, tpe_job_cancel, or destroy; after the job completed
- * cancel does nothing (it checks `done` under the lock, and `remaining`,
- * which the last slot counts down before it takes the lock). A cancel
+ * owned it when it was never called. The one that counts the last slot
+ * completes the job under its lock: `done`, the result (the error word: 0,
+ * the first errno, or ECANCELED), a broadcast. The error word is set once
+ * (CAS from 0): a failing tasklet, tpe_job_cancel, or destroy; after the
+ * job completed cancel does nothing (it checks `done` under the lock, and
+ * `remaining`, which the last slot counts down before it takes the lock:
+ * between the two the result is decided, and a cancel that set the error
+ * word there would change it; tpe__coop_complete_hook holds that window
+ * open for test_coop_job_cancel_after_done). A cancel
  * from outside the service then waits for completion (so no call starts
  * after it returns); from a worker of the service, or the dedicated thread
  * of one of the job's tasklets, it only marks, since completion may need

@@ -765,8 +765,9 @@ inner_fn(void *p)
 }
 
 /* From a tasklet of the job: wait is EDEADLK (ETIMEDOUT with timeout 0,
- * which only looks), destroy EDEADLK, cancel 0 without waiting for itself; the job then ends with ECANCELED. Also from
- * a blocking tasklet. */
+ * which only looks; the same with tpe_job_wait_result, which writes no
+ * result then), destroy EDEADLK, cancel 0 without waiting for itself; the
+ * job then ends with ECANCELED. Also from a blocking tasklet. */
 static void
 inner_case(unsigned flags)
 {
