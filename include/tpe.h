@@ -304,6 +304,8 @@ TPE_API int tpe_coop_submit(tpe_coop_t *coop,
     const struct tpe_tasklet *tasklets, size_t n, size_t tasklet_size,
     tpe_job_t **job);
 TPE_API int tpe_job_wait(tpe_job_t *job, int64_t timeout_ns);
+TPE_API int tpe_job_wait_result(tpe_job_t *job, int64_t timeout_ns,
+    int *result);
 TPE_API int tpe_job_cancel(tpe_job_t *job);
 TPE_API void tpe_job_release(tpe_job_t *job);
 TPE_API int tpe_coop_destroy(tpe_coop_t *coop);

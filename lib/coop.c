@@ -56,15 +56,34 @@
  * dropped and the victim keeps it. The counts compared are snapshots;
  * a wrong guess only moves one tasklet too many or too few.
  *
+ * The last caller ends a tasklet. Each slot remembers the worker that
+ * called it last (`last`, NULL before its first call), and each worker
+ * counts the slots it called last that another worker now owns (`away`:
+ * handed over, not yet called by the new owner). The end of a slot runs
+ * on its last caller, as tpe_coop_submit(3) promises: an owner that must
+ * end a slot it never called (its job failed while the slot was on its
+ * way from a steal) does not end it but returns it to `last`'s inbox
+ * (accepted even after that worker closed), which ends it. A first call
+ * by the new owner makes it `last` and counts the old one's `away` down;
+ * a slot stolen back by its last caller counts it down at the hand-over.
+ * A worker that leaves (destroy) ends what it owns, returns what others
+ * called last, and then waits until its `away` is 0, ending what comes
+ * back; it exits only then, so a returned slot always finds its worker.
+ * Waits cannot cycle: returning never waits, and every owner leaves.
+ * A slot never called (`last` NULL) ends on its owner.
+ *
  * Jobs. `remaining` counts the slots not yet ended; the end of a slot
  * (the end callback, then the count) happens once, on the thread that
- * owned it last (a worker, a dedicated thread, or submit when the job
- * never started). The one that counts the last slot completes the job
- * under its lock: `done`, the result (the error word: 0, the first errno,
- * or ECANCELED), a broadcast. The error word is set once (CAS from 0): a
- * failing tasklet, tpe_job_cancel, or destroy; after the job completed
- * cancel does nothing (it checks `done` under the lock, and `remaining`,
- * which the last slot counts down before it takes the lock). A cancel
+ * called it last (a worker, as above, or its dedicated thread), or that
+ * owned it when it was never called. The one that counts the last slot
+ * completes the job under its lock: `done`, the result (the error word: 0,
+ * the first errno, or ECANCELED), a broadcast. The error word is set once
+ * (CAS from 0): a failing tasklet, tpe_job_cancel, or destroy; after the
+ * job completed cancel does nothing (it checks `done` under the lock, and
+ * `remaining`, which the last slot counts down before it takes the lock:
+ * between the two the result is decided, and a cancel that set the error
+ * word there would change it; tpe__coop_complete_hook holds that window
+ * open for test_coop_job_cancel_after_done). A cancel
  * from outside the service then waits for completion (so no call starts
  * after it returns); from a worker of the service, or the dedicated thread
  * of one of the job's tasklets, it only marks, since completion may need
@@ -81,12 +100,21 @@
  * started threads leave without calling anything, submit waits for them
  * and frees the job, and the call fails with EAGAIN having run nothing.
  *
+ * Threads. Every thread the service starts (workers, dedicated threads)
+ * starts through tpe__thread_create, with the asynchronous signals
+ * blocked, and is joined: workers by destroy; a dedicated thread, at its
+ * end, puts its record (one `struct dedicated`, allocated by submit) on
+ * the `dead` list under coop->lock, and the next submit or destroy joins
+ * it and frees the record. So when destroy returns no thread of the
+ * service is left, and ended dedicated threads wait unjoined at most
+ * until the next submit.
+ *
  * Destroy. Sets `stopping` under the service lock (so no submit is half
  * done), gives every worker news, and joins them: a worker that sees
  * `stopping` closes its inbox, sets each job's error word to ECANCELED and
- * dismisses every slot it owns. Dedicated threads see the error word or
- * `stopping` at their next turn; destroy then waits for `blocking` to
- * reach 0.
+ * ends (or returns) every slot it owns. Dedicated threads see the error
+ * word or `stopping` at their next turn; destroy then waits for
+ * `blocking` to reach 0 and joins them from the `dead` list.
  *
  * Lock order: coop->lock -> job->lock -> worker->lock; no thread holds
  * two worker locks. A worker holds no lock while it calls a tasklet or
@@ -127,6 +155,9 @@ struct slot {
 	struct tpe_job *job;         /* I */
 	struct slot *prev, *next;    /* O: the owner's list; L(w) in an inbox */
 	struct worker *thief;        /* A: the thief that marked it, or NULL */
+	struct worker *last;         /* private to the owner (passed with the
+	                              * slot under the inbox locks): the
+	                              * worker that called it last, or NULL */
 };
 
 struct worker {
@@ -141,7 +172,19 @@ struct worker {
 	bool news;                   /* A (written under L): look at the inbox */
 	bool parked;                 /* L: waiting on cond */
 	bool closed;                 /* L: has left; takes no tasklet */
+	size_t away;                 /* L: slots it called last, owned by
+	                              * another worker */
 	uint64_t idle;               /* private: idle passes in a row */
+};
+
+/* A dedicated thread of a blocking tasklet: allocated by submit, freed
+ * by whoever joins it (reap). */
+struct dedicated {
+	pthread_t thread;            /* I (written by submit under
+	                              * coop->lock, before the thread can
+	                              * take that lock) */
+	struct slot *slot;           /* I */
+	struct dedicated *next;      /* L: coop->lock (the dead list) */
 };
 
 struct tpe_coop {
@@ -155,7 +198,9 @@ struct tpe_coop {
 	size_t rr;                   /* L: the next job's first worker */
 	bool stopping;               /* A (written under L): destroy began */
 	size_t blocking;             /* L: dedicated threads not yet gone */
+	struct dedicated *dead;      /* L: ended dedicated threads to join */
 	size_t parked_forever;       /* A: workers parked without timeout */
+	uint64_t wakeups;            /* A: returns from a worker's park wait */
 };
 
 struct tpe_job {
@@ -172,6 +217,9 @@ struct tpe_job {
 	size_t waiting_threads;      /* L: started; an aborted submit waits for 0 */
 	struct slot slots[];         /* I (fields as struct slot says) */
 };
+
+/* White-box tests (coop.h): NULL outside them. */
+void (*tpe__coop_complete_hook)(tpe_job_t *job);
 
 /* The worker this thread is (NULL: none), and the blocking slot it runs. */
 static __thread struct worker *tls_worker;
@@ -209,6 +257,17 @@ job_error(struct tpe_job *job)
 	return __atomic_load_n(&job->error, __ATOMIC_ACQUIRE);
 }
 
+static inline void
+complete_hook(struct tpe_job *job)
+{
+	/* Relaxed: set by a test before the job exists. */
+	void (*hook)(tpe_job_t *) = __atomic_load_n(&tpe__coop_complete_hook,
+	    __ATOMIC_RELAXED);
+
+	if (hook != NULL)
+		hook(job);
+}
+
 /*
  * The end of slot s: its failure becomes the job's error if it is the
  * first, the end callback runs, and the job counts it. The last one
@@ -227,6 +286,7 @@ slot_end(struct slot *s, int result)
 	 * tpe_job_wait's return through the job lock). */
 	if (__atomic_sub_fetch(&job->remaining, 1, __ATOMIC_ACQ_REL) != 0)
 		return;
+	complete_hook(job);
 	tpe__mutex_lock(&job->lock);
 	job->done = true;
 	job->result = job_error(job);
@@ -354,9 +414,14 @@ park(struct worker *w, int64_t ns)
 		__atomic_add_fetch(&w->coop->parked_forever, 1,
 		    __ATOMIC_SEQ_CST);
 	w->parked = true;
-	while (!w->news &&
-	    tpe__cond_wait_until(&w->cond, &w->lock, deadline) == 0)
-		;
+	while (!w->news) {
+		int rc = tpe__cond_wait_until(&w->cond, &w->lock, deadline);
+
+		/* Relaxed: a statistic (tpe__coop_wakeups). */
+		__atomic_add_fetch(&w->coop->wakeups, 1, __ATOMIC_RELAXED);
+		if (rc != 0)
+			break;
+	}
 	w->parked = false;
 	if (ns < 0)
 		__atomic_sub_fetch(&w->coop->parked_forever, 1,
@@ -448,21 +513,53 @@ steal(struct worker *w)
 static void
 hand_over(struct worker *w, struct slot *s, struct worker *thief)
 {
+	/* Read before the push: the thief owns s after it. */
+	struct worker *last = s->last;
 	bool moved;
 
 	__atomic_store_n(&s->thief, NULL, __ATOMIC_RELAXED);
 	tpe__mutex_lock(&w->lock);
 	unlink_locked(w, s);
+	/* Counted before the push, so that the thief's count-down (adopt)
+	 * never comes first. */
+	if (last == w)
+		w->away++;
 	tpe__mutex_unlock(&w->lock);
 	tpe__mutex_lock(&thief->lock);
 	moved = inbox_push_locked(thief, s);
+	/* Back with the worker that called it last (it will not adopt). */
+	if (moved && last == thief) {
+		TPE__ASSERT(thief->away > 0);
+		thief->away--;
+	}
 	tpe__mutex_unlock(&thief->lock);
 	if (moved)
 		return;
 	/* The thief has left (destroy): keep it, at the tail. */
 	tpe__mutex_lock(&w->lock);
 	append_locked(w, &w->head, &w->tail, s);
+	if (last == w)
+		w->away--;
 	tpe__mutex_unlock(&w->lock);
+}
+
+/* w is about to call s, which another worker called last: w becomes its
+ * last caller, and that worker has one slot away less. */
+static void
+adopt(struct worker *w, struct slot *s)
+{
+	struct worker *prev = s->last;
+
+	if (prev != NULL) {
+		tpe__mutex_lock(&prev->lock);
+		TPE__ASSERT(prev->away > 0);
+		prev->away--;
+		/* A leaving worker waits for its away count (worker_leave). */
+		if (prev->closed)
+			set_news_locked(prev);
+		tpe__mutex_unlock(&prev->lock);
+	}
+	s->last = w;
 }
 
 /* ---- the worker loop --------------------------------------------------- */
@@ -476,6 +573,34 @@ dismiss(struct worker *w, struct slot *s, int result)
 	slot_end(s, result);
 }
 
+/*
+ * s, owned by w, ends with ECANCELED (its job failed): on w when w called
+ * it last or nobody did; else it goes back to the worker that did, which
+ * ends it (the design notes: the last caller ends a tasklet).
+ */
+static void
+cancel_slot(struct worker *w, struct slot *s)
+{
+	struct worker *home = s->last;
+
+	if (home == NULL || home == w) {
+		dismiss(w, s, ECANCELED);
+		return;
+	}
+	tpe__mutex_lock(&w->lock);
+	unlink_locked(w, s);
+	tpe__mutex_unlock(&w->lock);
+	__atomic_store_n(&s->thief, NULL, __ATOMIC_RELAXED);
+	tpe__mutex_lock(&home->lock);
+	/* Even when home has closed: it waits for its away count to reach
+	 * 0 before it exits, and s is counted there. */
+	append_locked(home, &home->in_head, &home->in_tail, s);
+	TPE__ASSERT(home->away > 0);
+	home->away--;
+	set_news_locked(home);
+	tpe__mutex_unlock(&home->lock);
+}
+
 /* One call of each tasklet; true when one of them made progress. */
 static bool
 worker_pass(struct worker *w)
@@ -487,17 +612,21 @@ worker_pass(struct worker *w)
 
 	for (s = w->head; s != NULL; s = next) {
 		next = s->next;
+		/* Before the steal mark: a slot of a failed job is not handed
+		 * over (it would end on a thread that never called it). */
+		if (job_error(s->job) != 0) {
+			cancel_slot(w, s);
+			progress = true;
+			continue;
+		}
 		/* Pairs with the CAS in steal(). */
 		thief = __atomic_load_n(&s->thief, __ATOMIC_ACQUIRE);
 		if (thief != NULL) {
 			hand_over(w, s, thief);
 			continue;
 		}
-		if (job_error(s->job) != 0) {
-			dismiss(w, s, ECANCELED);
-			progress = true;
-			continue;
-		}
+		if (s->last != w)
+			adopt(w, s);
 		r = s->fn(s->ctx);
 		if (r == TPE_MADE_PROGRESS) {
 			progress = true;
@@ -511,19 +640,37 @@ worker_pass(struct worker *w)
 	return progress;
 }
 
-/* Destroy: every tasklet w owns ends with ECANCELED; w takes no more. */
+/*
+ * Destroy: every tasklet w owns ends with ECANCELED (or goes back to its
+ * last caller); w takes no more, and waits for the ones it called last
+ * that others own, which come back or are adopted.
+ */
 static void
 worker_leave(struct worker *w)
 {
 	struct slot *s;
+	bool done;
 
 	tpe__mutex_lock(&w->lock);
 	w->closed = true;
 	take_inbox_locked(w);
 	tpe__mutex_unlock(&w->lock);
-	while ((s = w->head) != NULL) {
-		job_fail(s->job, ECANCELED);
-		dismiss(w, s, ECANCELED);
+	for (;;) {
+		while ((s = w->head) != NULL) {
+			job_fail(s->job, ECANCELED);
+			cancel_slot(w, s);
+		}
+		tpe__mutex_lock(&w->lock);
+		w->parked = true;
+		while (w->in_head == NULL && w->away > 0)
+			tpe__cond_wait_until(&w->cond, &w->lock, -1);
+		w->parked = false;
+		take_inbox_locked(w);
+		done = w->head == NULL;
+		TPE__ASSERT(!done || w->away == 0);
+		tpe__mutex_unlock(&w->lock);
+		if (done)
+			break;
 	}
 }
 
@@ -578,19 +725,45 @@ worker_main(void *arg)
 
 /* ---- blocking tasklets ------------------------------------------------- */
 
+/* The calling dedicated thread (record d) is about to return: it goes on
+ * the dead list, for the next submit or destroy to join. */
 static void
-blocking_gone(tpe_coop_t *coop)
+blocking_gone(tpe_coop_t *coop, struct dedicated *d)
 {
 	tpe__mutex_lock(&coop->lock);
+	d->next = coop->dead;
+	coop->dead = d;
 	if (--coop->blocking == 0)
 		tpe__cond_broadcast(&coop->cond);
 	tpe__mutex_unlock(&coop->lock);
 }
 
+/* Joins the dedicated threads on the dead list and frees their records. */
+static void
+reap(tpe_coop_t *coop)
+{
+	struct dedicated *d, *next;
+
+	tpe__mutex_lock(&coop->lock);
+	d = coop->dead;
+	coop->dead = NULL;
+	tpe__mutex_unlock(&coop->lock);
+	for (; d != NULL; d = next) {
+		/* Each has left every lock; it only returns. */
+		int rc = pthread_join(d->thread, NULL);
+
+		if (rc != 0)
+			tpe__panic("pthread_join", rc);
+		next = d->next;
+		free(d);
+	}
+}
+
 static void *
 blocking_main(void *arg)
 {
-	struct slot *s = arg;
+	struct dedicated *d = arg;
+	struct slot *s = d->slot;
 	struct tpe_job *job = s->job;
 	tpe_coop_t *coop = job->coop;
 	struct timespec ts;
@@ -608,7 +781,7 @@ blocking_main(void *arg)
 		/* Submit failed: it waits for this thread, then frees the
 		 * job. Counted out of the service first, so that submit
 		 * returns with no thread of the job left counted. */
-		blocking_gone(coop);
+		blocking_gone(coop, d);
 		tpe__mutex_lock(&job->lock);
 		if (--job->waiting_threads == 0)
 			tpe__cond_broadcast(&job->cond);
@@ -645,7 +818,7 @@ blocking_main(void *arg)
 	}
 	tls_slot = NULL;
 	slot_end(s, r);
-	blocking_gone(coop);
+	blocking_gone(coop, d);
 	return NULL;
 }
 
@@ -692,6 +865,7 @@ coop_free(tpe_coop_t *coop, size_t started)
 	while (coop->blocking > 0)
 		tpe__cond_wait_until(&coop->cond, &coop->lock, -1);
 	tpe__mutex_unlock(&coop->lock);
+	reap(coop);
 	for (i = 0; i < coop->n; i++) {
 		tpe__cond_destroy(&coop->workers[i].cond);
 		tpe__mutex_destroy(&coop->workers[i].lock);
@@ -749,7 +923,7 @@ tpe_coop_create(tpe_coop_t **coopp, const struct tpe_coop_config *config,
 		tpe__cond_init(&w->cond);
 	}
 	for (i = 0; i < coop->n; i++) {
-		rc = pthread_create(&coop->workers[i].thread, NULL,
+		rc = tpe__thread_create(&coop->workers[i].thread, NULL,
 		    worker_main, &coop->workers[i]);
 		if (rc != 0) {
 			coop_free(coop, i);
@@ -778,35 +952,36 @@ job_abort(struct tpe_job *job)
 }
 
 /* Starts the dedicated threads of job's blocking tasklets; they wait at
- * the gate. 0, or EAGAIN when one could not start. */
+ * the gate. 0, ENOMEM (no record for one), or EAGAIN when one could not
+ * start. */
 static int
 start_blocking_locked(tpe_coop_t *coop, struct tpe_job *job)
 {
-	pthread_attr_t pa;
-	pthread_t tid;
+	struct dedicated *d;
 	size_t i;
 	int rc = 0;
 
 	TPE__ASSERT_HELD(&coop->lock);
-	if ((rc = pthread_attr_init(&pa)) != 0)
-		return EAGAIN;
-	pthread_attr_setdetachstate(&pa, PTHREAD_CREATE_DETACHED);
 	for (i = 0; i < job->n && rc == 0; i++) {
 		if (!(job->slots[i].flags & TPE_TASKLET_BLOCKING))
 			continue;
+		if ((d = calloc(1, sizeof(*d))) == NULL)
+			return ENOMEM;
+		d->slot = &job->slots[i];
 		tpe__mutex_lock(&job->lock);
 		job->waiting_threads++;
 		tpe__mutex_unlock(&job->lock);
-		rc = pthread_create(&tid, &pa, blocking_main, &job->slots[i]);
+		/* Joinable: joined from the dead list (reap). */
+		rc = tpe__thread_create(&d->thread, NULL, blocking_main, d);
 		if (rc == 0) {
 			coop->blocking++;
 			continue;
 		}
+		free(d);
 		tpe__mutex_lock(&job->lock);
 		job->waiting_threads--;
 		tpe__mutex_unlock(&job->lock);
 	}
-	pthread_attr_destroy(&pa);
 	return rc == 0 ? 0 : EAGAIN;
 }
 
@@ -849,6 +1024,7 @@ tpe_coop_submit(tpe_coop_t *coop, const struct tpe_tasklet *tasklets,
 {
 	struct tpe_job *job;
 	size_t i;
+	int rc;
 
 	if (coop == NULL || tasklets == NULL || jobp == NULL || n == 0 ||
 	    tasklet_size < TPE__TASKLET_MIN)
@@ -884,18 +1060,22 @@ tpe_coop_submit(tpe_coop_t *coop, const struct tpe_tasklet *tasklets,
 		job->slots[i].job = job;
 	}
 
+	/* The dedicated threads that ended since the last call. */
+	reap(coop);
 	tpe__mutex_lock(&coop->lock);
 	if (coop->stopping) {
 		tpe__mutex_unlock(&coop->lock);
 		job_abort(job);
 		return ECANCELED;
 	}
-	if (start_blocking_locked(coop, job) != 0) {
+	if ((rc = start_blocking_locked(coop, job)) != 0) {
 		/* The started threads end through blocking_gone, which
-		 * takes coop->lock. */
+		 * takes coop->lock; once job_abort has seen them all leave,
+		 * they are on the dead list. */
 		tpe__mutex_unlock(&coop->lock);
 		job_abort(job);
-		return EAGAIN;
+		reap(coop);
+		return rc;
 	}
 	spread_locked(coop, job);
 	tpe__mutex_lock(&job->lock);
@@ -907,14 +1087,16 @@ tpe_coop_submit(tpe_coop_t *coop, const struct tpe_tasklet *tasklets,
 	return 0;
 }
 
-int
-tpe_job_wait(tpe_job_t *job, int64_t timeout_ns)
+/*
+ * Waits for job's completion: 0 with its result in *result, ETIMEDOUT
+ * (nothing written), or EDEADLK from a thread the job may need.
+ */
+static int
+job_wait(tpe_job_t *job, int64_t timeout_ns, int *result)
 {
 	int64_t deadline;
-	int rc;
+	int rc = 0;
 
-	if (job == NULL)
-		return EINVAL;
 	deadline = tpe__deadline(timeout_ns);
 	tpe__mutex_lock(&job->lock);
 	if (!job->done && timeout_ns != 0 && waits_for_itself(job)) {
@@ -924,9 +1106,31 @@ tpe_job_wait(tpe_job_t *job, int64_t timeout_ns)
 	while (!job->done &&
 	    tpe__cond_wait_until(&job->cond, &job->lock, deadline) == 0)
 		;
-	rc = job->done ? job->result : ETIMEDOUT;
+	if (job->done)
+		*result = job->result;
+	else
+		rc = ETIMEDOUT;
 	tpe__mutex_unlock(&job->lock);
 	return rc;
+}
+
+int
+tpe_job_wait(tpe_job_t *job, int64_t timeout_ns)
+{
+	int result, rc;
+
+	if (job == NULL)
+		return EINVAL;
+	rc = job_wait(job, timeout_ns, &result);
+	return rc == 0 ? result : rc;
+}
+
+int
+tpe_job_wait_result(tpe_job_t *job, int64_t timeout_ns, int *result)
+{
+	if (job == NULL || result == NULL)
+		return EINVAL;
+	return job_wait(job, timeout_ns, result);
 }
 
 int
@@ -978,6 +1182,12 @@ tpe__coop_parked_forever(tpe_coop_t *coop)
 {
 	/* Pairs with the updates in park(). */
 	return __atomic_load_n(&coop->parked_forever, __ATOMIC_SEQ_CST);
+}
+
+uint64_t
+tpe__coop_wakeups(tpe_coop_t *coop)
+{
+	return __atomic_load_n(&coop->wakeups, __ATOMIC_RELAXED);
 }
 
 size_t

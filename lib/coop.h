@@ -32,4 +32,14 @@ size_t tpe__coop_parked_forever(tpe_coop_t *coop);
  * end. Any thread; a snapshot. */
 size_t tpe__coop_blocking_threads(tpe_coop_t *coop);
 
+/* How many times a worker of coop woke in its park wait (a signal, a
+ * timeout, or a spurious wake-up; a timed park's end counts). Any
+ * thread; a snapshot. */
+uint64_t tpe__coop_wakeups(tpe_coop_t *coop);
+
+/* White-box tests only (NULL otherwise): called by the thread that ended
+ * a job's last tasklet, after it counted it (remaining is 0) and before it
+ * completes the job, with no lock held. */
+extern void (*tpe__coop_complete_hook)(tpe_job_t *job);
+
 #endif /* TPE_COOP_H */

@@ -3,6 +3,7 @@
  * and the lock-ownership records of a debug build. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -210,6 +211,30 @@ tpe__deadline(int64_t timeout_ns)
 	if (timeout_ns > INT64_MAX - now)
 		return INT64_MAX;
 	return now + timeout_ns;
+}
+
+int
+tpe__thread_create(pthread_t *tid, const pthread_attr_t *pa,
+    void *(*start)(void *), void *arg)
+{
+	sigset_t all, old;
+	int rc;
+
+	sigfillset(&all);
+	/* Synchronous signals must reach the thread that caused them. */
+	sigdelset(&all, SIGSEGV);
+	sigdelset(&all, SIGBUS);
+	sigdelset(&all, SIGFPE);
+	sigdelset(&all, SIGILL);
+	sigdelset(&all, SIGTRAP);
+	sigdelset(&all, SIGSYS);
+	sigdelset(&all, SIGABRT);
+	/* The new thread inherits the creator's mask; the creator's own is
+	 * restored at once. */
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(tid, pa, start, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return rc;
 }
 
 void

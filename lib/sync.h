@@ -115,6 +115,17 @@ int64_t tpe__now_ns(void);
 int64_t tpe__deadline(int64_t timeout_ns);
 
 /*
+ * pthread_create(tid, pa, start, arg) for every thread the library starts:
+ * the thread starts with every asynchronous signal blocked (all but
+ * SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS and SIGABRT), so that a
+ * signal sent to the process goes to one of the application's threads
+ * (tpe(7), Signals). The caller's mask is unchanged on return. Returns
+ * pthread_create's result.
+ */
+int tpe__thread_create(pthread_t *tid, const pthread_attr_t *pa,
+    void *(*start)(void *), void *arg);
+
+/*
  * Names the calling thread (at most 15 bytes are kept) where the system can
  * (pthread_setname_np, HAVE_PTHREAD_SETNAME_NP); elsewhere does nothing.
  * Best effort: a name is for debuggers and ps, nothing depends on it.

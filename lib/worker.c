@@ -40,7 +40,6 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -333,36 +332,23 @@ worker_main(void *arg)
 }
 
 /*
- * Creates the thread with every asynchronous signal blocked; its id goes to
- * *tid, not to w: the thread may run, exit and be reaped before
- * pthread_create returns, and POSIX does not promise that *tid is written
+ * Creates the thread (tpe__thread_create: every asynchronous signal
+ * blocked); its id goes to *tid, not to w: the thread may run, exit and be
+ * reaped before pthread_create returns, and POSIX does not promise that *tid is written
  * before the thread starts (the creator publishes it under the lock).
  */
 static int
 create_thread(tpe_t *pool, struct tpe__worker *w, pthread_t *tid)
 {
 	pthread_attr_t pa;
-	sigset_t all, old;
 	int rc;
 
 	rc = pthread_attr_init(&pa);
 	if (rc != 0)
 		return rc;
 	rc = tpe__thread_attr_apply(&pool->attr.thread, &pa);
-	if (rc == 0) {
-		sigfillset(&all);
-		/* Synchronous signals must reach the thread that caused them. */
-		sigdelset(&all, SIGSEGV);
-		sigdelset(&all, SIGBUS);
-		sigdelset(&all, SIGFPE);
-		sigdelset(&all, SIGILL);
-		sigdelset(&all, SIGTRAP);
-		sigdelset(&all, SIGSYS);
-		sigdelset(&all, SIGABRT);
-		pthread_sigmask(SIG_SETMASK, &all, &old);
-		rc = pthread_create(tid, &pa, worker_main, w);
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
-	}
+	if (rc == 0)
+		rc = tpe__thread_create(tid, &pa, worker_main, w);
 	pthread_attr_destroy(&pa);
 	return rc;
 }

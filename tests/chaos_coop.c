@@ -16,8 +16,10 @@
  * every job and destroying, or by destroying at once. Checked per tasklet:
  * never called by two threads at once, never called after its end, its
  * end callback exactly once (0 after TPE_DONE, EIO after EIO, else
- * ECANCELED), none of a refused job ever called or ended; per job: the
- * result of tpe_job_wait agrees with its tasklets' results.
+ * ECANCELED) and on the thread that called it last, none of a refused job
+ * ever called or ended; per job: the result of tpe_job_wait agrees with
+ * its tasklets' results, and with tpe_job_wait_result's outcome (which
+ * the chaos thread also polls: ETIMEDOUT writes nothing).
  *
  * A thpool round: thpool_init with 1-4 threads, two submitters adding
  * jobs, a chaos thread pausing, resuming and reading the working count;
@@ -61,6 +63,7 @@ struct tl {
 	int in_call;        /* A: 1 during a call */
 	int ended;          /* A: end callbacks */
 	int result;         /* A: the end callback's result */
+	pthread_t caller;   /* A: the thread of the latest call */
 };
 
 struct job_slot {
@@ -92,6 +95,7 @@ tl_fn(void *ctx)
 	CHECK(__atomic_load_n(&t->ended, __ATOMIC_ACQUIRE) == 0,
 	    "tasklet called after its end");
 	c = __atomic_add_fetch(&t->calls, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&t->caller, pthread_self(), __ATOMIC_RELAXED);
 	__atomic_add_fetch(&tasklets_called, 1, __ATOMIC_RELAXED);
 	if (c > t->steps)
 		r = t->last;
@@ -108,6 +112,9 @@ tl_end(void *ctx, int result)
 
 	CHECK(__atomic_load_n(&t->in_call, __ATOMIC_ACQUIRE) == 0,
 	    "end callback during a call");
+	CHECK(__atomic_load_n(&t->calls, __ATOMIC_RELAXED) == 0 ||
+	    pthread_equal(__atomic_load_n(&t->caller, __ATOMIC_RELAXED),
+	    pthread_self()), "end callback not on the last caller");
 	__atomic_store_n(&t->result, result, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&t->ended, 1, __ATOMIC_ACQ_REL);
 	__atomic_add_fetch(&tasklets_ended, 1, __ATOMIC_RELAXED);
@@ -167,7 +174,7 @@ coop_chaos(void *arg)
 			sched_yield();
 			continue;
 		}
-		switch (su_rnd(&rs, 3)) {
+		switch (su_rnd(&rs, 4)) {
 		case 0:
 			rc = tpe_job_cancel(job);
 			CHECK(rc == 0, "tpe_job_cancel: %d", rc);
@@ -179,6 +186,16 @@ coop_chaos(void *arg)
 			CHECK(rc == ETIMEDOUT || rc == 0 || rc == EIO ||
 			    rc == ECANCELED, "tpe_job_wait(0): %d", rc);
 			break;
+		case 2: {
+			int res = -1;
+
+			rc = tpe_job_wait_result(job, su_rnd(&rs, 2) ? 0 :
+			    100000, &res);
+			CHECK((rc == ETIMEDOUT && res == -1) || (rc == 0 &&
+			    (res == 0 || res == EIO || res == ECANCELED)),
+			    "tpe_job_wait_result: %d, result %d", rc, res);
+			break;
+		}
 		default:
 			rc = tpe_job_wait(job, 100000);
 			CHECK(rc == ETIMEDOUT || rc == 0 || rc == EIO ||
@@ -261,6 +278,14 @@ coop_round(uint64_t seed, int baseline)
 				continue;
 			if (s->wait_rc < 0)
 				s->wait_rc = tpe_job_wait(s->job, 0);
+			{
+				int res = -1;
+
+				rc = tpe_job_wait_result(s->job, 0, &res);
+				CHECK(rc == 0 && res == s->wait_rc,
+				    "tpe_job_wait_result: %d, result %d, "
+				    "tpe_job_wait %d", rc, res, s->wait_rc);
+			}
 			CHECK(s->wait_rc == 0 || s->wait_rc == EIO ||
 			    s->wait_rc == ECANCELED, "job result %d",
 			    s->wait_rc);
@@ -399,7 +424,9 @@ main(int argc, char **argv)
 	uint64_t seed = e != NULL ? strtoull(e, NULL, 0) :
 	    (uint64_t)su_now_ns();
 	unsigned long coop_rounds = 0, thp_rounds = 0;
-	int baseline = su_thread_count();
+	/* After a first thread came and went: ThreadSanitizer's own thread
+	 * is counted in the baseline. */
+	int baseline = su_thread_baseline(pthread_create);
 
 	printf("chaos_coop: seed 0x%" PRIx64 ", %" PRId64 " s\n", seed,
 	    seconds);
