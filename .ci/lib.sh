@@ -84,3 +84,26 @@ ci_dist() {
 	fi
 	ls "$dir"/*.tar.gz
 }
+
+# ci_check DESCRIPTION STATUS: count one check of the phase named
+# $ci_phase (passed when STATUS is 0) and say so; ci_finish: print the
+# phase's time and its last line, "N passed, N failed", and exit (non-zero
+# when a check failed).
+ci_pass=0
+ci_fail=0
+ci_start=$(date +%s)
+ci_check() {
+	if (($2 == 0)); then
+		ci_pass=$((ci_pass + 1))
+		echo "== ${ci_phase:-phase}: PASS: $1"
+	else
+		ci_fail=$((ci_fail + 1))
+		echo "== ${ci_phase:-phase}: FAIL: $1 (status $2)"
+	fi
+}
+ci_finish() {
+	echo "== ${ci_phase:-phase}: phase took $(($(date +%s) - ci_start)) s"
+	echo "$ci_pass passed, $ci_fail failed"
+	((ci_fail == 0))
+	exit
+}

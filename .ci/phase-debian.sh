@@ -30,24 +30,7 @@ set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 cd "$(dirname "$0")/.." || exit 1
 top=$PWD
-pass=0
-fail=0
-start=$(date +%s)
-check() {
-	if (($2 == 0)); then
-		pass=$((pass + 1))
-		echo "== debian: PASS: $1"
-	else
-		fail=$((fail + 1))
-		echo "== debian: FAIL: $1 (status $2)"
-	fi
-}
-finish() {
-	echo "== debian: phase took $(($(date +%s) - start)) s"
-	echo "$pass passed, $fail failed"
-	((fail == 0))
-	exit
-}
+ci_phase=debian
 
 ci_need build-essential dpkg-dev debhelper fakeroot lintian pkg-config \
 	libcmocka-dev mandoc man-db devscripts licensecheck python3 \
@@ -61,10 +44,10 @@ echo "== debian: build-aux/debian-source.sh (make dist, .orig.tar.gz, .dsc)"
 if dsc=$(timeout 600 build-aux/debian-source.sh "$work/src"); then
 	ls -l "$work/src"/*.orig.tar.gz "$work/src"/*.dsc \
 		"$work/src"/*.debian.tar.*
-	check "source package $(basename "$dsc")" 0
+	ci_check "source package $(basename "$dsc")" 0
 else
-	check "source package" 1
-	finish
+	ci_check "source package" 1
+	ci_finish
 fi
 orig=$(ls "$work/src"/*.orig.tar.gz)
 
@@ -75,7 +58,7 @@ echo "== debian: licensecheck -r on $(basename "$orig") against debian/copyright
 licensecheck -r --shortname-scheme=debian,spdx "$work/orig" |
 	sed 's/^[^:]*: //; s/\*No copyright\* //' | sort | uniq -c | sort -rn
 timeout 300 python3 .ci/check-copyright.py debian/copyright "$work/orig"/*/
-check "debian/copyright agrees with licensecheck" $?
+ci_check "debian/copyright agrees with licensecheck" $?
 
 # ---- 3. the binaries from the .dsc --------------------------------------
 mkdir -p "$work/bin"
@@ -96,8 +79,8 @@ grep -E -- '--enable-werror|  warnings ' "$work/build.log" | head -n 3
 warnings=$(grep -cE '^[^ ]+:[0-9]+:[0-9]+: (warning|error):' "$work/build.log")
 echo "== debian: compiler warnings in the build: $warnings"
 ((status == 0)) || tail -n 80 "$work/build.log"
-check "dpkg-buildpackage -b from the .dsc (distribution flags, -Werror, make check)" $status
-((status == 0)) || finish
+ci_check "dpkg-buildpackage -b from the .dsc (distribution flags, -Werror, make check)" $status
+((status == 0)) || ci_finish
 cd "$work/bin" || exit 1
 for deb in *.deb; do
 	echo "== debian: dpkg -c $deb"
@@ -118,14 +101,14 @@ if grep -Eq '^[EWIPX]: ' "$work/lintian.log"; then
 fi
 echo "== debian: lintian: $(grep -Ec '^[EWIPX]: ' "$work/lintian.log") tags" \
 	"that are not overridden"
-check "lintian --pedantic -I -E: no tag that is not overridden" $status
+ci_check "lintian --pedantic -I -E: no tag that is not overridden" $status
 
 # ---- 5. and 6. hardening ------------------------------------------------
 dpkg-deb -x "$(ls libtpe0_*.deb)" "$work/root"
 lib=$(find "$work/root" -name 'libtpe.so.0.*' -type f)
 echo "== debian: hardening-check --nocfprotection $lib"
 hardening-check --nocfprotection "$lib"
-check "hardening-check libtpe.so.0" $?
+ci_check "hardening-check libtpe.so.0" $?
 dpkg-deb -x "$(ls libtpe0-dbgsym_*.deb)" "$work/dbg"
 debug=$(find "$work/dbg" -name '*.debug' -type f)
 readelf --debug-dump=info "$debug" 2>/dev/null |
@@ -136,14 +119,14 @@ bad=$(awk '!/-fstack-clash-protection/ || !/-fcf-protection/' \
 echo "== debian: $units compilation units in libtpe.so.0;" \
 	"without -fstack-clash-protection or -fcf-protection: $bad"
 ((units > 0 && bad == 0))
-check "every unit of libtpe.so.0 built with -fstack-clash-protection -fcf-protection" $?
+ci_check "every unit of libtpe.so.0 built with -fstack-clash-protection -fcf-protection" $?
 
 # ---- 7. install, and the autopkgtests -------------------------------------
 echo "== debian: dpkg -i"
 dpkg -i libtpe0_*.deb libtpe-dev_*.deb >"$work/install.log" 2>&1
 status=$?
 ((status == 0)) || cat "$work/install.log"
-check "dpkg -i libtpe0 libtpe-dev" $status
+ci_check "dpkg -i libtpe0 libtpe-dev" $status
 if ((status == 0)); then
 	src=$work/orig/$(ls "$work/orig")
 	cp -R "$work/bin/pkg/debian" "$src/"
@@ -151,9 +134,9 @@ if ((status == 0)); then
 		echo "== debian: autopkgtest $t"
 		(cd "$src" && AUTOPKGTEST_TMP=$(mktemp -d "$work/adt.XXXXXX") \
 		    timeout 900 "debian/tests/$t")
-		check "autopkgtest $t" $?
+		ci_check "autopkgtest $t" $?
 	done
 	dpkg -r libtpe-dev libtpe0 >/dev/null 2>&1
 fi
 cd "$top" || exit 1
-finish
+ci_finish

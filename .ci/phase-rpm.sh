@@ -17,24 +17,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 top=$PWD
 dir=$top/_build-rpm
-pass=0
-fail=0
-start=$(date +%s)
-check() {
-	if (($2 == 0)); then
-		pass=$((pass + 1))
-		echo "== rpm: PASS: $1"
-	else
-		fail=$((fail + 1))
-		echo "== rpm: FAIL: $1 (status $2)"
-	fi
-}
-finish() {
-	echo "== rpm: phase took $(($(date +%s) - start)) s"
-	echo "$pass passed, $fail failed"
-	((fail == 0))
-	exit
-}
+ci_phase=rpm
 
 ci_need rpm rpmlint gcc libc6-dev make pkg-config libcmocka-dev mandoc \
 	autoconf automake libtool
@@ -43,13 +26,13 @@ rm -rf "$dir"
 mkdir -p "$dir"
 echo "== rpm: make dist"
 if ! tarball=$(ci_dist "$dir/dist"); then
-	check "make dist" 1
-	finish
+	ci_check "make dist" 1
+	ci_finish
 fi
 spec_version=$(sed -n 's/^Version:[ \t]*//p' libtpe.spec)
 echo "== rpm: $(basename "$tarball"); libtpe.spec Version $spec_version"
 [[ $(basename "$tarball") == "libtpe-$spec_version.tar.gz" ]]
-check "the tarball and libtpe.spec's Version agree" $?
+ci_check "the tarball and libtpe.spec's Version agree" $?
 
 mkdir -p "$dir/rpmbuild/SOURCES"
 cp "$tarball" "$dir/rpmbuild/SOURCES/"
@@ -59,8 +42,8 @@ timeout -k 10 900 rpmbuild -ba --nodeps --define "_topdir $dir/rpmbuild" \
 status=$?
 grep -E '^# (TOTAL|PASS|SKIP|FAIL|ERROR):|^Wrote:' "$dir/rpmbuild.log"
 ((status == 0)) || tail -n 80 "$dir/rpmbuild.log"
-check "rpmbuild -ba (make check in %check)" $status
-((status == 0)) || finish
+ci_check "rpmbuild -ba (make check in %check)" $status
+((status == 0)) || ci_finish
 for rpm in "$dir"/rpmbuild/RPMS/*/*.rpm; do
 	echo "== rpm: rpm -qlp $(basename "$rpm")"
 	rpm -qlp "$rpm"
@@ -73,5 +56,5 @@ cat "$dir/rpmlint.log"
 errors=$(sed -n 's/.* \([0-9][0-9]*\) errors, .*/\1/p' "$dir/rpmlint.log" |
 	tail -n 1)
 [[ -n $errors ]] && ((errors == 0))
-check "rpmlint: no error (${errors:-?} errors)" $?
-finish
+ci_check "rpmlint: no error (${errors:-?} errors)" $?
+ci_finish
