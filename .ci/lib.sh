@@ -52,7 +52,7 @@ ci_srcdir() {
 	if [[ ! -f config.status ]]; then
 		if [[ ! -x configure ]]; then
 			echo "== bootstrapping: autoreconf -fi" >&2
-			autoreconf -fi >&2 || return 1
+			ci_autoreconf . || return 1
 		fi
 		echo "$PWD"
 		return 0
@@ -68,8 +68,20 @@ ci_srcdir() {
 			tar -C "$src" -xf - || return 1
 		(cd "$src" && make distclean) >/dev/null 2>&1
 	fi
-	(cd "$src" && autoreconf -fi) >&2 || return 1
+	ci_autoreconf "$src" || return 1
 	echo "$src"
+}
+
+# ci_autoreconf DIR: autoreconf -fi in DIR; its output only when it fails.
+ci_autoreconf() {
+	local log
+	log=$(mktemp)
+	if ! (cd "$1" && autoreconf -fi) >"$log" 2>&1; then
+		cat "$log" >&2
+		rm -f "$log"
+		return 1
+	fi
+	rm -f "$log"
 }
 
 # ci_dist DIR: make the release tarball ("make dist") from any state of the
