@@ -27,9 +27,10 @@ not_ok() { echo "not ok - $1"; fail=$((fail + 1)); }
 finish() { echo "$pass passed, $fail failed"; ((fail == 0)); exit; }
 
 start=$(date +%s)
+src=$(ci_srcdir abi) || { not_ok "bootstrap a source tree to build from"; finish; }
 rm -rf "$dir"
 mkdir -p "$dir"
-if (cd "$dir" && timeout 300 ../configure --disable-static) \
+if (cd "$dir" && timeout 300 "$src/configure" --disable-static) \
 	>"$dir/configure.out" 2>&1 &&
     timeout 300 make -C "$dir" lib/libtpe.la >"$dir/make.out" 2>&1 &&
     timeout 60 build-aux/update-abi.sh "$dir" "$dir/libtpe.abi"; then

@@ -57,9 +57,10 @@ if [[ -f _build-asan/Makefile ]]; then
 	echo "== chaos: reusing $build"
 else
 	echo "== chaos: configure --enable-sanitizers=address,undefined"
+	src=$(ci_srcdir chaos) || { check "bootstrap" 1; finish; }
 	rm -rf "$build"
 	mkdir -p "$build"
-	if ! (cd "$build" && ../configure --enable-sanitizers=address,undefined) \
+	if ! (cd "$build" && "$src/configure" --enable-sanitizers=address,undefined) \
 	    >"$build.configure.log" 2>&1; then
 		tail -n 40 "$build.configure.log"
 		check "configure" 1

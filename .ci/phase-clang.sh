@@ -15,10 +15,11 @@ ci_need clang
 
 dir=_build-clang
 start=$(date +%s)
+src=$(ci_srcdir clang) || { echo "0 passed, 1 failed"; exit 1; }
 rm -rf "$dir"
 mkdir -p "$dir"
 echo "== $(clang --version | head -n 1)"
-if ! (cd "$dir" && CC=clang timeout 300 ../configure --enable-werror) \
+if ! (cd "$dir" && CC=clang timeout 300 "$src/configure" --enable-werror) \
 	>"$dir/configure.out" 2>&1; then
 	tail -n 40 "$dir/configure.out"
 	echo "0 passed, 1 failed"

@@ -25,7 +25,8 @@ ci_need clang libclang-rt-dev
 
 start=$(date +%s)
 echo "== fuzz: build"
-if ! exe=$(timeout 900 build-aux/build-fuzz.sh "$dir"); then
+src=$(ci_srcdir fuzz) || { echo "0 passed, 1 failed"; exit 1; }
+if ! exe=$(timeout 900 "$src/build-aux/build-fuzz.sh" "$dir"); then
 	echo "0 passed, 1 failed"
 	exit 1
 fi

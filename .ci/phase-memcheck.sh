@@ -48,12 +48,13 @@ start=$(date +%s)
 ci_need valgrind
 
 echo "== memcheck: configure and build"
+src=$(ci_srcdir memcheck) || { echo "0 passed, 1 failed"; exit 1; }
 mkdir -p "$dir"
 targets=()
 for t in "${memcheck_tests[@]}" "${helgrind_tests[@]}"; do
 	targets+=("tests/$t")
 done
-if ! (cd "$dir" && "$top/configure" --disable-shared) >"$dir/configure.log" 2>&1 ||
+if ! (cd "$dir" && "$src/configure" --disable-shared) >"$dir/configure.log" 2>&1 ||
 	! make -C "$dir" "${targets[@]}" >"$dir/make.log" 2>&1; then
 	tail -n 40 "$dir/configure.log" "$dir/make.log"
 	echo "0 passed, 1 failed"

@@ -6,7 +6,7 @@
 # One line per exported symbol: it must start with tpe_, or be one of the
 # thpool_ functions of the C-Thread-Pool API (include/tpe/thpool.h; anything
 # else is a leak through -fvisibility=hidden), have its page man/<symbol>.3
-# (a thpool_ page is a ".so" link to tpe_thpool.3, which must name the
+# (a thpool_ page is a symbolic link to tpe_thpool.3, which must name the
 # function in its NAME section, .Nm, so that man(1) finds it), and carry a
 # version that lib/libtpe.map defines (TPE_0; a later release adds nodes,
 # doc/abi.md), when the library was linked with it (configure's "version
@@ -62,7 +62,9 @@ echo "$syms" | {
 		case $s in
 		tpe_*) ;;
 		thpool_*)
-			if test -f "$page"; then
+			if test -h "$page"; then
+				so=$(readlink "$page")
+			elif test -f "$page"; then
 				so=$(sed -n 's/^\.so[ \t]*//p' "$page")
 			fi
 			;;

@@ -4,7 +4,8 @@
  *
  * Written the way C-Thread-Pool's README teaches: include "thpool.h",
  * make a pool of 4 threads, add 40 jobs (one with the README's casts),
- * wait for them, pause and resume, destroy. Build it with
+ * wait for them, add one more while paused, resume: 41 jobs; destroy.
+ * Build it with
  *
  *	cc thpool_compat.c $(pkg-config --cflags --libs tpe-thpool)
  *
@@ -56,6 +57,7 @@ int main(void)
 
 	/* Jobs added while paused wait for the resume. */
 	thpool_pause(thpool);
+	puts("Adding 1 more task while paused");
 	thpool_add_work(thpool, task, (void *)(intptr_t)40);
 	thpool_resume(thpool);
 	thpool_wait(thpool);

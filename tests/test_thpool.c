@@ -202,6 +202,7 @@ test_thpool_init_names_threads(void **state)
 	thpool_destroy(tp);
 #else
 	(void)state;
+	print_message("# SKIP: thread names are read with pthread_getname_np, Linux only\n");
 	skip();
 #endif
 }
