@@ -94,8 +94,11 @@ may_leave_locked(tpe_t *pool)
 	    (pool->wc > pool->max && pool->wc > 1));
 	tpe__pool_set_wc_locked(pool, pool->wc - 1);
 	if (pool->wc > 0 || pool->state >= TPE__STOP ||
-	    tpe__queue_is_empty(pool->queue))
+	    tpe__queue_is_empty(pool->queue)) {
+		/* Below max now: a blocked submitter may start a worker. */
+		tpe__pool_room_locked(pool);
 		return true;
+	}
 	tpe__pool_set_wc_locked(pool, pool->wc + 1);
 	return false;
 }
@@ -171,11 +174,18 @@ get_task_locked(tpe_t *pool, bool *reserved)
 			deadline = -1;
 		else if (deadline < 0)
 			deadline = tpe__deadline(pool->keep_alive_ns);
+		/* About to wait for a task: a blocked submitter may hand it
+		 * one (hand-off, scale-first); it gets the lock once this
+		 * worker counts in q->takers and has dropped it. */
+		if (empty)
+			tpe__pool_room_locked(pool);
 		/* Spin once per get_task, then sleep: see tpe__queue_take. */
 		t = tpe__queue_take(q, &pool->lock, &pool->work_cond,
 		    deadline, spin, &rc);
 		after_task = false;
 		if (t != NULL) {
+			/* A place in the queue is free (bounded). */
+			tpe__pool_room_locked(pool);
 			/* The cascade (queue.h): tasks left that no awake
 			 * taker will take wake the next sleeper. */
 			if (tpe__queue_needs_signal(q))
@@ -420,6 +430,8 @@ tpe__worker_start_locked(tpe_t *pool, struct tpe__task *first)
 	pool->nthreads--;
 	if (first != NULL)
 		pool->active--;
+	/* The slot it held below max is free again. */
+	tpe__pool_room_locked(pool);
 	/* The start that failed may have been all a tpe_wait_idle waited for
 	 * (the task is refused or was never there) or all that held
 	 * termination back. */
