@@ -71,6 +71,7 @@ struct waiter {
 	int64_t timeout;
 	tpe_future_t *future;
 	int rc;
+	struct tu_latch done;
 };
 
 static void *
@@ -83,6 +84,7 @@ waiter_main(void *arg)
 		    &w->future);
 	else
 		w->rc = tpe_execute_wait(w->pool, w->fn, w->arg, w->timeout);
+	tu_latch_count_down(&w->done);
 	return NULL;
 }
 
@@ -90,13 +92,22 @@ waiter_main(void *arg)
 static void
 waiter_start(struct waiter *w)
 {
+	tu_latch_init(&w->done, 1);
 	assert_int_equal(pthread_create(&w->thread, NULL, waiter_main, w), 0);
 	assert_joined();
 }
 
+/*
+ * Waits for w's call to return (a wait without end, when the wake-up the
+ * test is about is missing, fails here) and joins it. The tests wait
+ * forever (timeout -1): a bounded wait would try once more at its
+ * deadline and succeed, hiding a missing wake-up.
+ */
 static int
 waiter_join(struct waiter *w)
 {
+	assert_true(tu_latch_wait_for(&w->done, TU_WAIT_BOUND));
+	tu_latch_destroy(&w->done);
 	assert_int_equal(pthread_join(w->thread, NULL), 0);
 	return w->rc;
 }
@@ -199,6 +210,41 @@ test_submit_wait_bounded(void **state)
 	    TPE_REJECT_CALLER_RUNS), 1, true);
 }
 
+/* The worker taking the queued task makes the room, while that task
+ * still runs (no worker waits for a task yet). */
+static void
+test_execute_wait_room_after_take(void **state)
+{
+	struct tu_latch started, g1, g2;
+	struct tu_blocker r, q;
+	struct waiter w = { .fn = tu_count_fn, .timeout = -1 };
+	tpe_t *p;
+	int n = 0;
+
+	(void)state;
+	tu_latch_init(&started, 2);
+	tu_latch_init(&g1, 1);
+	tu_latch_init(&g2, 1);
+	r = (struct tu_blocker){ &started, &g1, NULL, 0 };
+	q = (struct tu_blocker){ &started, &g2, NULL, 0 };
+	p = tu_pool(1, 1, TPE_QUEUE_BOUNDED, 1, TPE_REJECT_ABORT);
+	assert_int_equal(tpe_execute(p, tu_blocker_fn, &r), 0);
+	assert_int_equal(tpe_execute(p, tu_blocker_fn, &q), 0);
+	w.pool = p;
+	w.arg = &n;
+	waiter_start(&w);
+	tu_latch_count_down(&g1);
+	assert_int_equal(waiter_join(&w), 0);
+	assert_true(tu_latch_wait_for(&started, TU_WAIT_BOUND));
+	assert_int_equal(tu_load(&n), 0);
+	tu_latch_count_down(&g2);
+	assert_int_equal(tpe_destroy(p), 0);
+	assert_int_equal(n, 1);
+	tu_latch_destroy(&started);
+	tu_latch_destroy(&g1);
+	tu_latch_destroy(&g2);
+}
+
 /* Hand-off: the one worker is busy; it frees, goes idle, takes the task. */
 static void
 test_execute_wait_handoff(void **state)
@@ -286,6 +332,43 @@ test_execute_wait_remove_and_purge(void **state)
 	assert_int_equal(tpe_destroy(p), 0);
 	assert_int_equal(n, 1);
 	assert_int_equal(removed, 0);
+	tu_saturation_destroy(&sat);
+}
+
+/* A purge frees two places at once: the first waiter, placed, wakes the
+ * second (the room events wake only the oldest). */
+static void
+test_execute_wait_purge_two(void **state)
+{
+	struct tu_saturation sat;
+	struct waiter w[2];
+	tpe_future_t *f[2];
+	size_t purged;
+	tpe_t *p;
+	int n = 0, i;
+
+	(void)state;
+	p = tu_pool(1, 1, TPE_QUEUE_BOUNDED, 2, TPE_REJECT_ABORT);
+	tu_saturate(p, 1, 0, &sat);
+	for (i = 0; i < 2; i++)
+		assert_int_equal(tpe_submit(p, call_count, &n, &f[i]), 0);
+	for (i = 0; i < 2; i++) {
+		w[i] = (struct waiter){ .pool = p, .fn = tu_count_fn,
+		    .arg = &n, .timeout = -1 };
+		waiter_start(&w[i]);
+	}
+	for (i = 0; i < 2; i++) {
+		assert_int_equal(tpe_future_cancel(f[i]), 0);
+		tpe_future_release(f[i]);
+	}
+	assert_int_equal(tpe_purge(p, &purged), 0);
+	assert_int_equal(purged, 2);
+	for (i = 0; i < 2; i++)
+		assert_int_equal(waiter_join(&w[i]), 0);
+	assert_int_equal(tu_stats(p).queued, 2);
+	tu_unsaturate(&sat);
+	assert_int_equal(tpe_destroy(p), 0);
+	assert_int_equal(n, 2);
 	tu_saturation_destroy(&sat);
 }
 
@@ -642,6 +725,7 @@ test_execute_wait_edeadlk(void **state)
 	assert_true(tu_latch_wait_for(&s.done, TU_WAIT_BOUND));
 	assert_int_equal(s.rc, EDEADLK);
 	self_submit_destroy(&s);
+	assert_int_equal(tpe_wait_idle(p, TU_WAIT_BOUND), 0);
 
 	/* A poll from the worker is not a wait: ETIMEDOUT. */
 	self_submit_init(&s, p, &n, 0);
@@ -817,10 +901,12 @@ main(void)
 		cmocka_unit_test(test_execute_wait_room),
 		cmocka_unit_test(test_execute_wait_bounded),
 		cmocka_unit_test(test_submit_wait_bounded),
+		cmocka_unit_test(test_execute_wait_room_after_take),
 		cmocka_unit_test(test_execute_wait_handoff),
 		cmocka_unit_test(test_execute_wait_scale_first),
 		cmocka_unit_test(test_execute_wait_never_waits),
 		cmocka_unit_test(test_execute_wait_remove_and_purge),
+		cmocka_unit_test(test_execute_wait_purge_two),
 		cmocka_unit_test(test_execute_wait_resize),
 		cmocka_unit_test(test_execute_wait_paused),
 		cmocka_unit_test(test_execute_wait_fifo),
