@@ -603,6 +603,26 @@ tpe__pool_place_locked(tpe_t *pool, struct tpe__task *t, bool *signal,
 	 * dropped the lock. */
 	if (tpe__queue_force(q, t) == 0)
 		return accepted_locked(pool, t, signal);
+	/* Parked reserved threads (reserved.h) are idle workers that take
+	 * no queued or handed-off task, and a blocked submitter must not
+	 * wait for room only they could make: with tasks queued they look
+	 * again (and take those before they park again); with none (the
+	 * hand-off), one takes t, as from tpe_try_execute. Not while paused. */
+	if (!pool->paused && tpe__reserve_parked(&pool->reserve) > 0) {
+		bool cancelled;
+
+		if (!tpe__queue_is_empty(q)) {
+			tpe__reserve_wake_all_locked(pool);
+		} else {
+			/* Counted first: the reserved thread may finish t
+			 * before the caller counts (tpe_try_execute). */
+			tpe__pool_count_submitted(pool, 1);
+			if (tpe__reserve_hand(&pool->reserve, t, &pool->state,
+			    &cancelled))
+				return 0;
+			tpe__pool_count_submitted(pool, -1);
+		}
+	}
 	/* Saturated, unless no worker is alive and the pool is not paused:
 	 * then step 3 could not start a thread (below max), and no worker
 	 * will ever make room. */

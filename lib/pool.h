@@ -250,7 +250,9 @@ void tpe__pool_count_rejected(tpe_t *pool);
 
 /*
  * tpe_execute's steps for t under the lock, then the policy's forced
- * offer (scale-first's re-enqueue), but never the rejection policy. 0:
+ * offer (scale-first's re-enqueue), then a parked reserved thread (its
+ * hand for a hand-off, else a wake-up to drain the queue), but never the
+ * rejection policy. 0:
  * the pool took t (*signal as for an offer: signal work_cond after the
  * unlock); ECANCELED: not RUNNING; EAGAIN with *saturated: the call would
  * have been rejected for saturation, t is still the caller's; EAGAIN or

@@ -7,7 +7,10 @@
  * ------------
  * A call first tries exactly tpe_execute's steps under the pool's policy
  * (tpe__pool_place_locked: a core worker, the queue, a worker below max,
- * scale-first's re-enqueue), under pool->lock. Where tpe_execute would
+ * scale-first's re-enqueue), under pool->lock, and then a parked reserved
+ * thread, an idle worker that takes nothing from the queue: it is handed
+ * the task (hand-off) or woken to drain the queue (bounded), so that no
+ * call waits for it to idle out of the reserve. Where tpe_execute would
  * call the rejection policy (saturated) it joins the pool's line of
  * blocked submitters (pool.h, submit_line) instead, and sleeps on a
  * condition variable of its own, a record on its stack, until it is woken,
@@ -23,7 +26,8 @@
  * Wake-ups, all under pool->lock, so none is lost between a waiter's last
  * look and its sleep:
  *   - room (tpe__pool_room_locked, pool.h): a worker took a task from the
- *     queue or is about to wait for one, wc fell (a worker left or a start
+ *     queue or is about to wait for one (or to park as a reserved
+ *     thread), wc fell (a worker left or a start
  *     failed), tpe_remove, tpe_purge, a submitter took its task back:
  *     the head is signalled;
  *   - state, paused or sizes changed (wake_workers_locked: shutdown,

@@ -162,6 +162,13 @@ get_task_locked(tpe_t *pool, bool *reserved)
 				tpe__cond_signal(&pool->work_cond);
 			return NULL;
 		}
+		/* About to wait for a task, in the queue or parked in the
+		 * reserve: a blocked submitter may hand it one (hand-off,
+		 * scale-first, a parked reserved thread); it gets the lock
+		 * once this worker counts in q->takers or is parked, and
+		 * has dropped it. */
+		if (empty)
+			tpe__pool_room_locked(pool);
 		if (empty && pool->state == TPE__RUNNING &&
 		    tpe__reserve_wanted_locked(pool, reserved)) {
 			t = tpe__reserve_park_locked(pool, reserved);
@@ -174,11 +181,6 @@ get_task_locked(tpe_t *pool, bool *reserved)
 			deadline = -1;
 		else if (deadline < 0)
 			deadline = tpe__deadline(pool->keep_alive_ns);
-		/* About to wait for a task: a blocked submitter may hand it
-		 * one (hand-off, scale-first); it gets the lock once this
-		 * worker counts in q->takers and has dropped it. */
-		if (empty)
-			tpe__pool_room_locked(pool);
 		/* Spin once per get_task, then sleep: see tpe__queue_take. */
 		t = tpe__queue_take(q, &pool->lock, &pool->work_cond,
 		    deadline, spin, &rc);

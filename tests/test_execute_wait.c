@@ -268,6 +268,71 @@ test_execute_wait_scale_first(void **state)
 	    .policy = TPE_POLICY_SCALE_FIRST }), 0, true);
 }
 
+/* A pool of `threads` started workers, one of them parked as a reserved
+ * thread (tpe_try_execute's misses ask for it; test_reserved.c). */
+static tpe_t *
+pool_with_reserved(size_t core, size_t max, enum tpe_queue_kind kind,
+    size_t cap)
+{
+	tpe_attr_t *a = tu_attr_with(&(struct tu_pool_opts){ .core = core,
+	    .max = max, .queue = kind, .capacity = cap,
+	    .keep_alive = 3600 * TU_S });
+	size_t started;
+	tpe_t *p;
+
+	assert_int_equal(tpe_attr_set_reserved_threads(a, 1), 0);
+	assert_int_equal(tpe_create(&p, a), 0);
+	tpe_attr_destroy(a);
+	assert_int_equal(tpe_prestart_core_threads(p, &started), 0);
+	assert_true(TU_EVENTUALLY((tpe__reserve_request(p),
+	    tu_stats(p).reserved == 1), TU_WAIT_BOUND));
+	return p;
+}
+
+/*
+ * A parked reserved thread takes no queued or handed-off task; a blocked
+ * submitter does not wait for it to idle out. Hand-off: it is given the
+ * task (a poll suffices). Bounded: it is woken to drain the queue, which
+ * makes room.
+ */
+static void
+test_execute_wait_reserved_thread(void **state)
+{
+	struct tu_saturation sat;
+	struct waiter w = { .fn = tu_count_fn, .timeout = -1 };
+	sem_t ran;
+	tpe_t *p;
+	int n = 0;
+
+	(void)state;
+	assert_int_equal(sem_init(&ran, 0, 0), 0);
+	/* One worker parked, the other started for a blocker: at max. */
+	p = pool_with_reserved(1, 2, TPE_QUEUE_HANDOFF, 0);
+	tu_saturate(p, 1, 0, &sat);
+	assert_int_equal(tu_stats(p).pool_size, 2);
+	assert_int_equal(tpe_execute_wait(p, tu_post_fn, &ran, 0), 0);
+	assert_true(tu_sem_wait_for(&ran, TU_WAIT_BOUND));
+	tu_unsaturate(&sat);
+	assert_int_equal(tpe_destroy(p), 0);
+	tu_saturation_destroy(&sat);
+
+	/* Both workers started, one parked, one running a blocker, the
+	 * queue full behind it. */
+	p = pool_with_reserved(2, 2, TPE_QUEUE_BOUNDED, 1);
+	tu_saturate(p, 1, 0, &sat);
+	assert_int_equal(tpe_execute(p, tu_count_fn, &n), 0);
+	assert_int_equal(tu_stats(p).queued, 1);
+	w.pool = p;
+	w.arg = &n;
+	waiter_start(&w);
+	assert_int_equal(waiter_join(&w), 0);
+	tu_unsaturate(&sat);
+	assert_int_equal(tpe_destroy(p), 0);
+	assert_int_equal(n, 2);
+	tu_saturation_destroy(&sat);
+	sem_destroy(&ran);
+}
+
 /* Unbounded and per-worker pools never wait, whatever runs. */
 static void
 test_execute_wait_never_waits(void **state)
@@ -905,6 +970,7 @@ main(void)
 		cmocka_unit_test(test_execute_wait_handoff),
 		cmocka_unit_test(test_execute_wait_scale_first),
 		cmocka_unit_test(test_execute_wait_never_waits),
+		cmocka_unit_test(test_execute_wait_reserved_thread),
 		cmocka_unit_test(test_execute_wait_remove_and_purge),
 		cmocka_unit_test(test_execute_wait_purge_two),
 		cmocka_unit_test(test_execute_wait_resize),
