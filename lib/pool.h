@@ -252,12 +252,12 @@ void tpe__pool_count_rejected(tpe_t *pool);
  * tpe_execute's steps for t under the lock, then the policy's forced
  * offer (scale-first's re-enqueue), then a parked reserved thread (its
  * hand for a hand-off, else a wake-up to drain the queue), but never the
- * rejection policy. 0:
- * the pool took t (*signal as for an offer: signal work_cond after the
- * unlock); ECANCELED: not RUNNING; EAGAIN with *saturated: the call would
- * have been rejected for saturation, t is still the caller's; EAGAIN or
- * ENOMEM without it: no worker is alive and none could be started, so
- * nothing would ever make room. L held (dropped while a thread starts).
+ * rejection policy. 0: the pool took t (*signal as for an offer: signal
+ * work_cond after the unlock); ECANCELED: not RUNNING; EAGAIN with
+ * *saturated: the call would have been rejected for saturation, t is
+ * still the caller's; EAGAIN or ENOMEM without it: no worker is alive and
+ * none could be started, so nothing would ever make room. L held
+ * (dropped while a thread starts).
  */
 int tpe__pool_place_locked(tpe_t *pool, struct tpe__task *t, bool *signal,
     bool *saturated);

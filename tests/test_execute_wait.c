@@ -836,6 +836,56 @@ test_execute_wait_edeadlk_last_worker(void **state)
 		self_submit_destroy(&s[i]);
 }
 
+/* A shrink below the number of waiting workers: one of them gives up
+ * (EDEADLK), the other waits on and is placed. */
+static void
+test_execute_wait_edeadlk_after_shrink(void **state)
+{
+	struct self_submit s[2];
+	struct tu_saturation sat;
+	tpe_t *p;
+	int n = 0, i, deadlk = 0, placed = 0;
+
+	(void)state;
+	p = tu_pool(3, 3, TPE_QUEUE_BOUNDED, 1, TPE_REJECT_ABORT);
+	for (i = 0; i < 2; i++) {
+		self_submit_init(&s[i], p, &n, -1);
+		assert_int_equal(tpe_execute(p, self_submit_fn, &s[i]), 0);
+		assert_true(tu_latch_wait_for(&s[i].started, TU_WAIT_BOUND));
+	}
+	tu_saturate(p, 1, 0, &sat);
+	assert_int_equal(tpe_execute(p, tu_count_fn, &n), 0); /* full */
+	for (i = 0; i < 2; i++) {
+		tu_latch_count_down(&s[i].go);
+		assert_joined();
+	}
+	assert_int_equal(tpe_set_pool_size(p, 2, 2), 0);
+	/* Either may be the one that gives up. The other cannot return
+	 * before the blocker does: no worker can take the queued task (the
+	 * one that gave up leaves, above max, straight after its task). */
+	assert_true(TU_EVENTUALLY(tu_latch_count(&s[0].done) == 0 ||
+	    tu_latch_count(&s[1].done) == 0, TU_WAIT_BOUND));
+	for (i = 0; i < 2; i++)
+		if (tu_latch_count(&s[i].done) == 0)
+			deadlk += s[i].rc == EDEADLK;
+		else
+			placed++;
+	assert_int_equal(deadlk, 1);
+	assert_int_equal(placed, 1);
+	tu_unsaturate(&sat);
+	placed = 0;
+	for (i = 0; i < 2; i++) {
+		assert_true(tu_latch_wait_for(&s[i].done, TU_WAIT_BOUND));
+		placed += s[i].rc == 0;
+	}
+	assert_int_equal(placed, 1);
+	assert_int_equal(tpe_destroy(p), 0);
+	assert_int_equal(n, 2);
+	for (i = 0; i < 2; i++)
+		self_submit_destroy(&s[i]);
+	tu_saturation_destroy(&sat);
+}
+
 /* ---- races ------------------------------------------------------------- */
 
 #define RACE_THREADS 4
@@ -985,6 +1035,7 @@ main(void)
 		cmocka_unit_test(test_execute_wait_no_thread),
 		cmocka_unit_test(test_execute_wait_edeadlk),
 		cmocka_unit_test(test_execute_wait_edeadlk_last_worker),
+		cmocka_unit_test(test_execute_wait_edeadlk_after_shrink),
 		cmocka_unit_test(test_execute_wait_race),
 	};
 
