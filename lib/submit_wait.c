@@ -26,10 +26,9 @@
  * Wake-ups, all under pool->lock, so none is lost between a waiter's last
  * look and its sleep:
  *   - room (tpe__pool_room_locked, pool.h): a worker took a task from the
- *     queue or is about to wait for one (or to park as a reserved
- *     thread), wc fell (a worker left or a start
- *     failed), tpe_remove, tpe_purge, a submitter took its task back:
- *     the head is signalled;
+ *     queue or is about to wait for one (or to park as a reserved thread),
+ *     wc fell (a worker left or a start failed), tpe_remove, tpe_purge, a
+ *     submitter took its task back: the head is signalled;
  *   - state, paused or sizes changed (wake_workers_locked: shutdown,
  *     shutdown-now, pause, resume, tpe_set_pool_size, keep-alive): every
  *     waiter is signalled, so each sees ECANCELED or tries again;
@@ -49,6 +48,11 @@
  * Cost when nobody waits: a worker, a remove or a purge reads
  * submit_line.head under the lock it already holds; tpe_execute's own
  * path is unchanged.
+ *
+ * The caller keeps its task on every error: t is freed here (its future,
+ * if any, by the caller), never handed back. Termination does not wait
+ * for blocked submitters: a shutdown wakes them, and tpe_destroy's rule
+ * (every call on the pool has returned) covers the rest.
  */
 #include <errno.h>
 #include <stdlib.h>
