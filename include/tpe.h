@@ -198,6 +198,20 @@ TPE_API int tpe_try_execute(tpe_t *pool, tpe_fn fn, void *arg);
 TPE_API bool tpe_in_non_blocking(void);
 TPE_API int tpe_submit(tpe_t *pool, tpe_call_fn fn, void *arg,
     tpe_future_t **future);
+/*
+ * Blocking submit: as tpe_execute / tpe_submit, but where the pool would
+ * reject the task for saturation (a full bounded queue, no worker free for
+ * a hand-off, at max) the call waits for room instead, first come first
+ * served, and never calls the rejection policy. timeout_ns as above;
+ * ETIMEDOUT when it passed, ECANCELED when the pool is or becomes shut
+ * down, EDEADLK from a worker of the pool when every worker would be
+ * blocked so (tpe_execute_wait(3)). Unbounded and per-worker pools never
+ * wait.
+ */
+TPE_API int tpe_execute_wait(tpe_t *pool, tpe_fn fn, void *arg,
+    int64_t timeout_ns);
+TPE_API int tpe_submit_wait(tpe_t *pool, tpe_call_fn fn, void *arg,
+    int64_t timeout_ns, tpe_future_t **future);
 TPE_API int tpe_shutdown(tpe_t *pool);
 TPE_API int tpe_shutdown_now(tpe_t *pool, tpe_handback_fn drained, void *ctx);
 TPE_API int tpe_await_termination(tpe_t *pool, int64_t timeout_ns);

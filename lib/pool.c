@@ -59,6 +59,9 @@ wake_workers_locked(tpe_t *pool)
 	tpe__cond_broadcast(&pool->work_cond);
 	if (pool->queue->ops->wake_all != NULL)
 		pool->queue->ops->wake_all(pool->queue);
+	/* Blocked submitters: ECANCELED, or room after a resize or resume. */
+	if (pool->submit_line.head != NULL)
+		tpe__submit_wake_all_locked(pool);
 }
 
 static bool
@@ -236,6 +239,7 @@ take_back_locked(tpe_t *pool, struct tpe__task *t, const void *owner)
 		return false;
 	tpe__pool_count_submitted(pool, -1);
 	tpe__pool_notify_idle_locked(pool);
+	tpe__pool_room_locked(pool);
 	return true;
 }
 
@@ -628,6 +632,58 @@ tpe_submit(tpe_t *pool, tpe_call_fn fn, void *arg, tpe_future_t **future)
 	}
 	*future = f;
 	return 0;
+}
+
+/* ---- blocking submit: the dispatch without the rejection policy ------- */
+
+int
+tpe__pool_place_locked(tpe_t *pool, struct tpe__task *t, bool *signal,
+    bool *saturated)
+{
+	struct tpe__queue *q = pool->queue;
+	int rc;
+
+	TPE__ASSERT_HELD(&pool->lock);
+	*saturated = false;
+	if (pool->state != TPE__RUNNING)
+		return ECANCELED;
+	/* dispatch's steps 1 to 3, as tpe__pool_requeue decides afresh. */
+	if (step_start_locked(pool, t, pool->core, &rc))
+		return rc;
+	if (q->ops->offer(q, t) == 0)
+		return accepted_locked(pool, t, signal);
+	if (step_start_locked(pool, t, pool->max, &rc))
+		return rc;
+	/* Scale-first's re-enqueue (room in the queue, whatever its rule);
+	 * for queue-first the same offer again, after step 3 may have
+	 * dropped the lock. */
+	if (tpe__queue_force(q, t) == 0)
+		return accepted_locked(pool, t, signal);
+	/* Parked reserved threads (reserved.h) are idle workers that take
+	 * no queued or handed-off task, and a blocked submitter must not
+	 * wait for room only they could make: with tasks queued they look
+	 * again (and take those before they park again); with none (the
+	 * hand-off), one takes t, as from tpe_try_execute. Not while paused. */
+	if (!pool->paused && tpe__reserve_parked(&pool->reserve) > 0) {
+		bool cancelled;
+
+		if (!tpe__queue_is_empty(q)) {
+			tpe__reserve_wake_all_locked(pool);
+		} else {
+			/* Counted first: the reserved thread may finish t
+			 * before the caller counts (tpe_try_execute). */
+			tpe__pool_count_submitted(pool, 1);
+			if (tpe__reserve_hand(&pool->reserve, t, &pool->state,
+			    &pool->paused, &cancelled))
+				return 0;
+			tpe__pool_count_submitted(pool, -1);
+		}
+	}
+	/* Saturated, unless no worker is alive and the pool is not paused:
+	 * then step 3 could not start a thread (below max), and no worker
+	 * will ever make room. */
+	*saturated = pool->wc > 0 || pool->paused;
+	return EAGAIN;
 }
 
 /* ---- lifecycle -------------------------------------------------------- */
@@ -1025,6 +1081,8 @@ tpe_remove(tpe_t *pool, tpe_fn fn, void *arg)
 	tpe__mutex_lock(&pool->lock);
 	pool->queue->ops->remove_if(pool->queue, match_fn_arg, &m, 1, &out);
 	tpe__pool_notify_idle_locked(pool);
+	if (out.count > 0)
+		tpe__pool_room_locked(pool);
 	unlock_and_terminate(pool);
 	if (out.count == 0)
 		return ENOENT;
@@ -1053,6 +1111,8 @@ tpe_purge(tpe_t *pool, size_t *purged)
 	    SIZE_MAX, &out);
 	if (purged != NULL)
 		*purged = out.count;
+	if (out.count > 0)
+		tpe__pool_room_locked(pool);
 	if (!hand_back_removed_locked(pool, &out, cb, ctx))
 		return 0; /* forked in cb: see tpe_shutdown */
 	unlock_and_terminate(pool);
@@ -1125,6 +1185,8 @@ tpe__pool_atfork_child(tpe_t *pool)
 	pool->nthreads = pool->active = 0;
 	pool->queue->takers = 0;
 	pool->idle_waiters = pool->handing_back = 0;
+	/* The blocked submitters were threads of the parent. */
+	memset(&pool->submit_line, 0, sizeof(pool->submit_line));
 	set_paused_locked(pool, false);
 	set_state_locked(pool, TPE__TERMINATED);
 	/* The forking thread may be a worker of this pool or deliver one of

@@ -63,6 +63,14 @@
  *     (worker.c, should_exit_locked);
  *     the last one (wc == 0 after its decrement) looks again afterwards.
  *
+ * Blocking submitters (tpe_execute_wait, tpe_submit_wait; submit_wait.c)
+ * that found the pool saturated wait in submit_line, oldest first; only
+ * the oldest tries again. Every event that can make room calls
+ * tpe__pool_room_locked (a task leaving the queue, a worker starting to
+ * wait for one, wc falling, tpe_remove, tpe_purge, a submitter taking its
+ * task back), and every change of state, paused or sizes wakes them all
+ * (wake_workers_locked): one test of submit_line.head when nobody waits.
+ *
  * Lock order: registry lock -> pool->lock -> future->lock.
  */
 #ifndef TPE_POOL_H
@@ -89,6 +97,18 @@ enum tpe__state {
 };
 
 struct tpe__worker;
+struct tpe__submit_waiter;
+
+/*
+ * The line of blocking submitters (submit_wait.c), oldest first: a FIFO
+ * of records on the waiting threads' stacks. All L.
+ */
+struct tpe__submit_line {
+	struct tpe__submit_waiter *head; /* L: the oldest, the only one that tries */
+	struct tpe__submit_waiter *tail; /* L: the newest (NULL when empty) */
+	size_t waiting;                  /* L: records in the line */
+	size_t workers;                  /* L: of them, workers of this pool */
+};
 
 /* A rejection policy: 0 = it took the task; else an errno, caller keeps it. */
 typedef int (*tpe__reject_fn)(tpe_t *pool, struct tpe__task *t, void *ctx);
@@ -120,6 +140,7 @@ struct tpe {
 	size_t handing_back;       /* L: tpe_shutdown_now calls still delivering */
 	uint64_t rejected;         /* L */
 	unsigned long next_id;     /* L: thread name numbers */
+	struct tpe__submit_line submit_line; /* L: blocking submitters */
 
 	struct tpe__worker *live;   /* L: started or starting workers */
 	struct tpe__worker *exited; /* L: exited workers not yet joined */
@@ -228,6 +249,45 @@ int tpe__pool_replace_oldest(tpe_t *pool, struct tpe__task *t,
     struct tpe__task **victim);
 
 void tpe__pool_count_rejected(tpe_t *pool);
+
+/* ---- blocking submit (submit_wait.c; the pool's side in pool.c) ------- */
+
+/*
+ * tpe_execute's steps for t under the lock, then the policy's forced
+ * offer (scale-first's re-enqueue), then a parked reserved thread (its
+ * hand for a hand-off, else a wake-up to drain the queue), but never the
+ * rejection policy. 0: the pool took t (*signal as for an offer: signal
+ * work_cond after the unlock); ECANCELED: not RUNNING; EAGAIN with
+ * *saturated: the call would have been rejected for saturation, t is
+ * still the caller's; EAGAIN or ENOMEM without it: no worker is alive and
+ * none could be started, so nothing would ever make room. L held
+ * (dropped while a thread starts).
+ */
+int tpe__pool_place_locked(tpe_t *pool, struct tpe__task *t, bool *signal,
+    bool *saturated);
+
+/* Wakes the oldest blocked submitter / every one of them. L held. */
+void tpe__submit_wake_head_locked(tpe_t *pool);
+void tpe__submit_wake_all_locked(tpe_t *pool);
+/* White-box tests: blocked submitters in pool's line (takes the lock);
+ * and, when set, called with pool->lock held by a submitter that has just
+ * joined the line, before it sleeps (it may only post a semaphore). */
+size_t tpe__submit_waiting(tpe_t *pool);
+extern void (*tpe__submit_joined_hook)(tpe_t *pool);
+
+/*
+ * Room may have appeared for a blocked submitter: a task left the queue,
+ * a worker waits for one, wc fell below max. Wakes the oldest, which
+ * tries again. When nobody waits, one load of a field under the lock the
+ * caller holds anyway. L held.
+ */
+static inline void
+tpe__pool_room_locked(tpe_t *pool)
+{
+	TPE__ASSERT_HELD(&pool->lock);
+	if (pool->submit_line.head != NULL)
+		tpe__submit_wake_head_locked(pool);
+}
 
 
 /* In the child of fork(), with pool->lock held by this thread (copied from

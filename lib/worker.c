@@ -93,8 +93,11 @@ may_leave_locked(tpe_t *pool)
 	    (pool->wc > pool->max && pool->wc > 1));
 	tpe__pool_set_wc_locked(pool, pool->wc - 1);
 	if (pool->wc > 0 || pool->state >= TPE__STOP ||
-	    tpe__queue_is_empty(pool->queue))
+	    tpe__queue_is_empty(pool->queue)) {
+		/* Below max now: a blocked submitter may start a worker. */
+		tpe__pool_room_locked(pool);
 		return true;
+	}
 	tpe__pool_set_wc_locked(pool, pool->wc + 1);
 	return false;
 }
@@ -158,6 +161,13 @@ get_task_locked(tpe_t *pool, bool *reserved)
 				tpe__cond_signal(&pool->work_cond);
 			return NULL;
 		}
+		/* About to wait for a task, in the queue or parked in the
+		 * reserve: a blocked submitter may hand it one (hand-off,
+		 * scale-first, a parked reserved thread); it gets the lock
+		 * once this worker counts in q->takers or is parked, and
+		 * has dropped it. */
+		if (empty)
+			tpe__pool_room_locked(pool);
 		if (empty && pool->state == TPE__RUNNING &&
 		    tpe__reserve_wanted_locked(pool, reserved)) {
 			t = tpe__reserve_park_locked(pool, reserved);
@@ -175,6 +185,8 @@ get_task_locked(tpe_t *pool, bool *reserved)
 		    deadline, spin, &rc);
 		after_task = false;
 		if (t != NULL) {
+			/* A place in the queue is free (bounded). */
+			tpe__pool_room_locked(pool);
 			/* The cascade (queue.h): tasks left that no awake
 			 * taker will take wake the next sleeper. */
 			if (tpe__queue_needs_signal(q))
@@ -407,6 +419,8 @@ tpe__worker_start_locked(tpe_t *pool, struct tpe__task *first)
 	pool->nthreads--;
 	if (first != NULL)
 		pool->active--;
+	/* The slot it held below max is free again. */
+	tpe__pool_room_locked(pool);
 	/* The start that failed may have been all a tpe_wait_idle waited for
 	 * (the task is refused or was never there) or all that held
 	 * termination back. */

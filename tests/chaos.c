@@ -16,7 +16,9 @@
  * terminated, discard callback). Submitter threads start on a barrier and
  * give every task id of their share to an "actor" from the table `actors`
  * (tpe_execute, tpe_execute_typed, tpe_try_execute, tpe_submit with
- * tpe_future_get / cancel / release, tpe_execute then tpe_remove); a chaos
+ * tpe_future_get / cancel / release, tpe_execute then tpe_remove, and the
+ * blocking tpe_execute_wait and tpe_submit_wait with random timeouts,
+ * forever included, which never reach the rejection policy); a chaos
  * thread meanwhile resizes, changes the keep-alive and the core timeout,
  * pauses and resumes, purges, removes, waits for idleness, prestarts and
  * reads statistics. Tasks submit child tasks, hooks and the rejection
@@ -191,6 +193,7 @@ static struct figures {
 	uint64_t futures, futures_value, futures_cancelled, cancels_ok;
 	uint64_t strategy_tasks, strat_pc, strat_pic, strat_pec, strat_epc;
 	uint64_t create_refused, ends[4], chaos_ops;
+	uint64_t wait_timedout, wait_deadlk;
 	uint64_t per_actor[8][2];  /* attempted, accepted */
 } fig;
 
@@ -285,6 +288,7 @@ struct round {
 static __thread bool tls_submitter;     /* a submitter thread */
 static __thread bool tls_held;          /* the handler kept the task */
 static __thread struct round *tls_round; /* set on pool threads by on_start */
+static __thread bool tls_in_wait;       /* in tpe_execute_wait / submit_wait */
 
 static void slot_run(void *arg);
 static void *slot_call(void *arg);
@@ -413,6 +417,7 @@ reject_handler(tpe_t *pool, tpe_fn fn, void *arg, void *ctx)
 	unsigned h = (unsigned)(((uintptr_t)arg >> 4) * 2654435761u >> 7) % 6;
 
 	CHECK(pool == r->pool, "handler: wrong pool");
+	CHECK(!tls_in_wait, "handler called by a blocking submit");
 	switch (h) {
 	case 0:
 		return EAGAIN;
@@ -488,16 +493,70 @@ give_try(struct round *r, struct slot *s, uint64_t *rs)
 	return tpe_try_execute(r->pool, slot_run, s);
 }
 
+/* A blocking submit's timeout: poll, short, long, or forever. A wait that
+ * is never woken holds its round past ROUND_BOUND_S: reported as a hang. */
+static int64_t
+wait_timeout(uint64_t *rs)
+{
+	static const int64_t t[] = { 0, 1000, 100000, 1000000, -1 };
+
+	return t[su_rnd(rs, sizeof(t) / sizeof(t[0]))];
+}
+
+/*
+ * The results of a blocking submit beyond those of tpe_execute: ETIMEDOUT
+ * and EDEADLK only where the queue can refuse, EDEADLK only on a thread of
+ * the pool; the rejection policy is never called (tls_in_wait: the handler
+ * and an inline run by caller-runs check it). Returns rc.
+ */
 static int
-give_submit(struct round *r, struct slot *s, uint64_t *rs)
+waited(struct round *r, struct slot *s, int rc)
+{
+	bool can_wait = r->kind == TPE_QUEUE_BOUNDED ||
+	    r->kind == TPE_QUEUE_HANDOFF;
+
+	CHECK(can_wait || (rc != ETIMEDOUT && rc != EDEADLK),
+	    "slot %u: queue kind %u, blocking submit = %d", s->id,
+	    r->kind, rc);
+	CHECK(rc != EDEADLK || tls_round == r, "slot %u: EDEADLK outside "
+	    "the pool", s->id);
+	if (rc == ETIMEDOUT)
+		add(&fig.wait_timedout, 1);
+	else if (rc == EDEADLK)
+		add(&fig.wait_deadlk, 1);
+	return rc;
+}
+
+static int
+give_execute_wait(struct round *r, struct slot *s, uint64_t *rs)
+{
+	bool outer = tls_in_wait;
+	int rc;
+
+	tls_in_wait = true;
+	rc = tpe_execute_wait(r->pool, slot_run, s, wait_timeout(rs));
+	tls_in_wait = outer;
+	return waited(r, s, rc);
+}
+
+static int
+give_future(struct round *r, struct slot *s, uint64_t *rs, bool wait)
 {
 	tpe_future_t *f = NULL;
+	bool outer = tls_in_wait;
 	void *res;
 	int rc;
 
 	s->is_submit = true;
 	tls_held = false;
-	rc = tpe_submit(r->pool, slot_call, s, &f);
+	if (wait) {
+		tls_in_wait = true;
+		rc = waited(r, s, tpe_submit_wait(r->pool, slot_call, s,
+		    wait_timeout(rs), &f));
+		tls_in_wait = outer;
+	} else {
+		rc = tpe_submit(r->pool, slot_call, s, &f);
+	}
 	s->held = tls_held;
 	if (rc != 0) {
 		CHECK(f == NULL, "slot %u: tpe_submit failed but wrote the "
@@ -528,6 +587,18 @@ give_submit(struct round *r, struct slot *s, uint64_t *rs)
 }
 
 static int
+give_submit(struct round *r, struct slot *s, uint64_t *rs)
+{
+	return give_future(r, s, rs, false);
+}
+
+static int
+give_submit_wait(struct round *r, struct slot *s, uint64_t *rs)
+{
+	return give_future(r, s, rs, true);
+}
+
+static int
 give_remove(struct round *r, struct slot *s, uint64_t *rs)
 {
 	int rc = tpe_execute(r->pool, slot_run, s), rr;
@@ -544,6 +615,8 @@ give_remove(struct round *r, struct slot *s, uint64_t *rs)
 }
 
 static const int ok_execute[] = { EAGAIN, ECANCELED, ENOMEM, 0 };
+static const int ok_wait[] = { EAGAIN, ECANCELED, ENOMEM, ETIMEDOUT,
+	EDEADLK, 0 };
 
 static const struct actor actors[] = {
 	{ "execute", give_execute, ok_execute, 4 },
@@ -551,6 +624,8 @@ static const struct actor actors[] = {
 	{ "try_execute", give_try, ok_execute, 2 },
 	{ "submit", give_submit, ok_execute, 3 },
 	{ "execute+remove", give_remove, ok_execute, 2 },
+	{ "execute_wait", give_execute_wait, ok_wait, 2 },
+	{ "submit_wait", give_submit_wait, ok_wait, 2 },
 };
 #define NACTORS (sizeof(actors) / sizeof(actors[0]))
 
@@ -660,6 +735,9 @@ slot_run(void *arg)
 {
 	struct slot *s = arg;
 
+	/* Run inline by caller-runs inside a blocking submit: the policy
+	 * must never be called there. */
+	CHECK(!tls_in_wait, "slot %u: ran inside a blocking submit", s->id);
 	__atomic_add_fetch(&s->ran, 1, __ATOMIC_SEQ_CST);
 	task_body(s);
 }
@@ -1304,6 +1382,8 @@ main(int argc, char **argv)
 		printf("chaos:   %-15s attempted %8" PRIu64 " accepted %8"
 		    PRIu64 "\n", actors[k].name, fig.per_actor[k][0],
 		    fig.per_actor[k][1]);
+	printf("chaos: blocking submits timed out %" PRIu64 ", EDEADLK %"
+	    PRIu64 "\n", fig.wait_timedout, fig.wait_deadlk);
 	printf("chaos: futures %" PRIu64 " (checked: %" PRIu64 " value, %"
 	    PRIu64 " cancelled; cancel returned 0: %" PRIu64 ")\n",
 	    fig.futures, fig.futures_value, fig.futures_cancelled,
