@@ -118,6 +118,7 @@ enum op {
 	OP_THPOOL_WORKING,
 	OP_THPOOL_DESTROY,
 	OP_BAD_INPUT_MORE,      /* bad inputs of the calls above */
+	OP_RING_PIPE,           /* a ring between two tasklets (45) */
 	/*
 	 * Issue 16 adds tpe_execute_wait, tpe_submit_wait (blocking
 	 * submission with a timeout) and tpe_job_wait_result: their
@@ -158,7 +159,7 @@ broken(int line, const char *call, int rc, const char *want)
 /* A bad input: it must return EINVAL. */
 #define BAD(call)                                                           \
 	do {                                                                \
-		bad_inputs++;                                               \
+		__atomic_add_fetch(&bad_inputs, 1, __ATOMIC_RELAXED);       \
 		(void)EXPECT(call, EINVAL);                                 \
 	} while (0)
 
@@ -169,7 +170,7 @@ expect_in(int line, const char *call, int rc, ...)
 	va_list ap;
 	int v;
 
-	calls++;
+	__atomic_add_fetch(&calls, 1, __ATOMIC_RELAXED);
 	va_start(ap, rc);
 	while ((v = va_arg(ap, int)) != -1) {
 		if (v == rc) {
@@ -625,6 +626,11 @@ struct job_model {
 static pthread_mutex_t job_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct job_model jobs[JOBS];
 static int njobs;
+/* Jobs that tasklets submit (action 5), released at once. */
+#define CHILDREN 16
+static struct job_model children[CHILDREN];
+static int nchildren;           /* A */
+static int child_submitted[CHILDREN];   /* A */
 static tpe_coop_t *coop;
 static unsigned coop_gen;
 
@@ -645,6 +651,39 @@ expected_end(struct tasklet_model *t)
 	return last < 0 ? EINVAL : last;
 }
 
+static int tasklet_fn(void *ctx);
+static void end_fn(void *ctx, int result);
+
+/* A tasklet submits a job of one tasklet to its own service and releases
+ * it: 0, or ECANCELED once tpe_coop_destroy has begun. */
+static void
+submit_child(struct job_model *parent)
+{
+	int k = __atomic_fetch_add(&nchildren, 1, __ATOMIC_SEQ_CST);
+	struct tpe_tasklet tl;
+	struct job_model *j;
+	tpe_job_t *h;
+
+	if (k >= CHILDREN)
+		return;
+	j = &children[k];
+	j->coop = parent->coop;
+	j->gen = parent->gen;
+	j->n = 1;
+	j->finite = true;
+	j->t[0].job = j;
+	j->t[0].steps = 1;
+	j->t[0].step_rc = TPE_MADE_PROGRESS;
+	j->t[0].final = TPE_DONE;
+	j->t[0].has_end = true;
+	tl = (struct tpe_tasklet){ tasklet_fn, &j->t[0], end_fn, 0 };
+	if (EXPECT(tpe_coop_submit(j->coop, &tl, 1, sizeof(tl), &h), 0,
+	    ECANCELED) != 0)
+		return;
+	__atomic_store_n(&child_submitted[k], 1, __ATOMIC_SEQ_CST);
+	tpe_job_release(h);
+}
+
 /* What a tasklet does at its first call, from a thread of its service:
  * the calls that would wait for the service itself must not (EDEADLK),
  * and a cancel of its own job only marks it (tpe_job_cancel(3)). */
@@ -655,6 +694,10 @@ tasklet_action(struct tasklet_model *t)
 
 	if (t->action == 1) {
 		(void)EXPECT(tpe_coop_destroy(j->coop), EDEADLK);
+		return;
+	}
+	if (t->action == 5) {
+		submit_child(j);
 		return;
 	}
 	pthread_mutex_lock(&job_lock);
@@ -791,7 +834,7 @@ coop_create(void)
 	rc = EXPECT(tpe_coop_create(&c, sz == 7 ? NULL : &cfg.c, size),
 	    ok ? 0 : EINVAL);
 	if (!ok) {
-		bad_inputs++;
+		__atomic_add_fetch(&bad_inputs, 1, __ATOMIC_RELAXED);
 		CHECK(c == (tpe_coop_t *)&cfg);
 		return;
 	}
@@ -838,7 +881,8 @@ coop_submit(void)
 		if (t->final == FOREVER)    /* backs off: no busy worker */
 			t->step_rc = TPE_NO_PROGRESS;
 		t->has_end = (a & 0x80) == 0 || (c & 0x08) == 0;
-		t->action = (c & 7) >= 4 ? (int)(c & 7) - 3 : 0;
+		t->action = (c & 7) >= 4 ? (int)(c & 7) - 3 :
+		    (c & 0x87) == 0x83 ? 5 : 0;
 		any_forever = any_forever || t->final == FOREVER;
 		any_error = any_error || (t->final != FOREVER && t->final != 0);
 		memset(&tl, 0, sizeof(tl));
@@ -858,7 +902,7 @@ coop_submit(void)
 	}
 	j->finite = !any_forever || any_error;
 	if (bad)
-		bad_inputs++;
+		__atomic_add_fetch(&bad_inputs, 1, __ATOMIC_RELAXED);
 	rc = EXPECT(tpe_coop_submit(coop, (const struct tpe_tasklet *)buf, n,
 	    size, &h), bad ? EINVAL : 0);
 	if (rc != 0) {
@@ -956,6 +1000,104 @@ coop_destroy(void)
 				    __ATOMIC_SEQ_CST) == 1 &&
 				    j->t[k].end_result == expected_end(&j->t[k]));
 	}
+	/* The jobs its tasklets submitted: ended once, or never called. */
+	for (i = 0; i < CHILDREN && i < nchildren; i++) {
+		struct tasklet_model *t = &children[i].t[0];
+
+		if (children[i].gen != coop_gen)
+			continue;
+		__atomic_store_n(&children[i].frozen, 1, __ATOMIC_SEQ_CST);
+		if (child_submitted[i])
+			CHECK(t->ended == 1 && t->end_result == expected_end(t));
+		else
+			CHECK(t->calls == 0 && t->ended == 0);
+	}
+}
+
+/* ---- a ring between two tasklets -------------------------------------- */
+
+/* The producer offers 1..k, the consumer takes them in order, by polls or
+ * drains, until the end of the stream; stealing may move either side to
+ * another worker between two calls (the hand-over of tpe_ring_create(3)). */
+static struct {
+	tpe_ring_t *ring;       /* I */
+	uintptr_t k;            /* I */
+	bool drain;             /* I */
+	uintptr_t sent;         /* the producer's */
+	uintptr_t got;          /* the consumer's */
+} pipe_m;
+
+static int
+pipe_producer(void *ctx)
+{
+	bool moved = false;
+
+	(void)ctx;
+	while (pipe_m.sent < pipe_m.k) {
+		if (EXPECT(tpe_ring_offer(pipe_m.ring, (void *)(pipe_m.sent + 1)),
+		    0, EAGAIN) != 0)
+			return moved ? TPE_MADE_PROGRESS : TPE_NO_PROGRESS;
+		pipe_m.sent++;
+		moved = true;
+	}
+	(void)EXPECT(tpe_ring_close(pipe_m.ring), 0);
+	return TPE_DONE;
+}
+
+static int
+pipe_consumer(void *ctx)
+{
+	void *items[8];
+	size_t i, n = 1;
+	bool moved = false;
+	int rc;
+
+	(void)ctx;
+	for (;;) {
+		if (pipe_m.drain)
+			rc = EXPECT(tpe_ring_drain(pipe_m.ring, items, 8, &n), 0,
+			    EAGAIN, EPIPE);
+		else
+			rc = EXPECT(tpe_ring_poll(pipe_m.ring, &items[0]), 0,
+			    EAGAIN, EPIPE);
+		if (rc == EAGAIN)
+			return moved ? TPE_MADE_PROGRESS : TPE_NO_PROGRESS;
+		if (rc == EPIPE) {
+			CHECK(pipe_m.got == pipe_m.k);
+			return TPE_DONE;
+		}
+		CHECK(n >= 1 && n <= 8);
+		for (i = 0; i < n; i++)
+			CHECK((uintptr_t)items[i] == ++pipe_m.got);
+		moved = true;
+	}
+}
+
+static void
+ring_pipe(void)
+{
+	static const size_t caps[4] = { 2, 4, 8, 2 };
+	unsigned a = take(), b = take();
+	struct tpe_tasklet tl[2];
+	tpe_job_t *h;
+
+	if (coop == NULL)
+		return;
+	memset(&pipe_m, 0, sizeof(pipe_m));
+	if (EXPECT(tpe_ring_create(&pipe_m.ring, caps[a & 3]), 0) != 0)
+		return;
+	pipe_m.k = b % 48;
+	pipe_m.drain = (a & 4) != 0;
+	tl[0] = (struct tpe_tasklet){ pipe_producer, NULL, NULL,
+	    a & 8 ? TPE_TASKLET_BLOCKING : 0 };
+	tl[1] = (struct tpe_tasklet){ pipe_consumer, NULL, NULL,
+	    a & 16 ? TPE_TASKLET_BLOCKING : 0 };
+	if (EXPECT(tpe_coop_submit(coop, tl, 2, sizeof(tl[0]), &h), 0) == 0) {
+		(void)EXPECT(tpe_job_wait(h, -1), 0);
+		CHECK(pipe_m.sent == pipe_m.k && pipe_m.got == pipe_m.k);
+		tpe_job_release(h);
+	}
+	tpe_ring_destroy(pipe_m.ring);
 }
 
 /* ---- the SPSC ring, against a model FIFO ------------------------------ */
@@ -1130,16 +1272,16 @@ thpool_op(int op)
 		if (th[i] != NULL)
 			thpool_destroy_checked(i);
 		th[i] = thpool_init(r);
-		calls++;
+		__atomic_add_fetch(&calls, 1, __ATOMIC_RELAXED);
 		CHECK((th[i] == NULL) == (r <= 0));
 		if (r <= 0)
-			bad_inputs++;
+			__atomic_add_fetch(&bad_inputs, 1, __ATOMIC_RELAXED);
 		thm[i].n = r;
 		break;
 	case OP_THPOOL_ADD:
-		calls++;
+		__atomic_add_fetch(&calls, 1, __ATOMIC_RELAXED);
 		if (th[i] == NULL || nthjobs >= THJOBS) {
-			bad_inputs++;
+			__atomic_add_fetch(&bad_inputs, 1, __ATOMIC_RELAXED);
 			CHECK(thpool_add_work(th[i], thjob_fn, &thjobs[0]) == -1);
 			break;
 		}
@@ -1179,7 +1321,7 @@ thpool_op(int op)
 		break;
 	case OP_THPOOL_WORKING:
 		r = thpool_num_threads_working(th[i]);
-		calls++;
+		__atomic_add_fetch(&calls, 1, __ATOMIC_RELAXED);
 		CHECK(r >= 0 && r <= (th[i] == NULL ? 0 : thm[i].n));
 		break;
 	default:
@@ -1232,7 +1374,7 @@ bad_input_more(void)
 		CHECK(thpool_add_work(NULL, thjob_fn, NULL) == -1);
 		break;
 	default:
-		bad_inputs++;
+		__atomic_add_fetch(&bad_inputs, 1, __ATOMIC_RELAXED);
 		CHECK(thpool_add_work(th[0], NULL, NULL) == -1);
 		break;
 	}
@@ -1344,6 +1486,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memset(&m, 0, sizeof(m));
 	memset(jobs, 0, sizeof(jobs));
 	njobs = 0;
+	memset(children, 0, sizeof(children));
+	memset(child_submitted, 0, sizeof(child_submitted));
+	nchildren = 0;
 	coop = NULL;
 	ring = NULL;
 	memset(&rm, 0, sizeof(rm));
@@ -1574,6 +1719,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		case OP_BAD_INPUT_MORE:
 			bad_input_more();
+			break;
+		case OP_RING_PIPE:
+			ring_pipe();
 			break;
 		/* Issue 16's OP_EXECUTE_WAIT, OP_SUBMIT_WAIT and
 		 * OP_JOB_WAIT_RESULT: their cases go here. */
