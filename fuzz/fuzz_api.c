@@ -1530,9 +1530,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		case OP_TRY_EXECUTE:     /* EAGAIN when none is parked */
 			if ((s = new_slot(PLAIN)) == NULL)
 				break;
+			/* tpe_try_execute(3): EAGAIN also when the pool is
+			 * paused or has no capacity of reserved threads. */
 			rc = m.shutdown ? EXPECT(tpe_try_execute(pool, task_fn, s),
-			    ECANCELED) : EXPECT(tpe_try_execute(pool, task_fn, s),
-			    0, EAGAIN);
+			    ECANCELED) : m.paused || m.no_reserved ||
+			    m.kind == TPE_QUEUE_PER_WORKER ?
+			    EXPECT(tpe_try_execute(pool, task_fn, s), EAGAIN) :
+			    EXPECT(tpe_try_execute(pool, task_fn, s), 0, EAGAIN);
 			s->accepted = rc == 0;
 			break;
 		case OP_REMOVE:     /* a plain task */
