@@ -22,8 +22,23 @@
  *     ran; a future is done with its result exactly when its task ran, and
  *     cancelled exactly when it did not; every produced task of the
  *     strategy ran once; LeakSanitizer checks that nothing leaked.
+ * The same input also drives, each against its pages:
+ *   - the strategy: a scripted producer (odd answers, unknown types),
+ *     tpe_strategy_get_stats with every size (the bytes it may write, the
+ *     counters a mode cannot use, the sum once production has ended) and
+ *     tpe_strategy_destroy (EBUSY only while something is in flight);
+ *   - the tasklet service: configurations and tasklet arrays of every
+ *     size, scripted tasklets (progress, finish, errors, for ever,
+ *     blocking) whose first call may destroy their service or wait for,
+ *     cancel or add to their own job; each call never overlapping another,
+ *     none after the end or after the completion the caller saw; each end
+ *     callback once, with the result the calls call for, on the thread of
+ *     the last call; each job's result;
+ *   - the SPSC ring, against a model FIFO, and between two tasklets;
+ *   - the C-Thread-Pool API: jobs run once, none added while paused starts
+ *     before the resume, none runs after the destroy.
  * No fault is injected here (tests/fault_sweep.c does that), so ENOMEM is
- * never expected.
+ * never expected but for a ring too large for a size_t.
  *
  * Tasks that block (the "gate") are only submitted when the rejection
  * policy cannot run them in the submitting thread, which would wait for
@@ -469,6 +484,7 @@ bad_input(void)
 
 static int strategy_mode;
 static int produced_base;       /* `produced` when the strategy was created */
+static struct tpe_strategy_stats strategy_last; /* the last full snapshot */
 /* The pool was idle (tpe_wait_idle) or terminated after the last call of
  * tpe_strategy_produce or tpe_strategy_dispatch: nothing is in flight in
  * the strategy, and tpe_strategy_destroy(3) must succeed. */
@@ -490,6 +506,7 @@ strategy_create(void)
 	(void)EXPECT(tpe_strategy_create(&strategy, pool, produce_fn, NULL,
 	    (enum tpe_strategy_mode)mode), 0);
 	strategy_mode = mode;
+	memset(&strategy_last, 0, sizeof(strategy_last));
 	produced_base = __atomic_load_n(&produced, __ATOMIC_SEQ_CST);
 	strategy_quiet = true;
 }
@@ -559,6 +576,13 @@ strategy_stats(size_t size, bool ended)
 		break;
 	}
 	CHECK(none == 0);
+	/* "A counter never goes down, except pec for a moment". */
+	if (full == known) {
+		CHECK(buf.st.pc >= strategy_last.pc &&
+		    buf.st.pic >= strategy_last.pic &&
+		    buf.st.epc >= strategy_last.epc);
+		strategy_last = buf.st;
+	}
 	if (ended && full == known)
 		CHECK(buf.st.pc + buf.st.pic + buf.st.pec + buf.st.epc ==
 		    (uint64_t)(__atomic_load_n(&produced, __ATOMIC_SEQ_CST) -
