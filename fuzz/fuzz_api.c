@@ -344,7 +344,7 @@ static struct {
 	size_t core, max;
 	int kind, cap, policy, rejection, reserved;
 	bool shutdown, paused;
-	bool no_reserved;       /* the pool was created with no reserved thread */
+	bool no_reserved;       /* created with a capacity of 0 reserved threads */
 } m;
 
 static tpe_t *pool;
@@ -419,8 +419,10 @@ create_pool(void)
 	m.policy = policy;
 	m.rejection = rej;
 	m.reserved = reserved;
-	/* tpe_attr_set_reserved_threads(3): 0, or a maximum size of 1. */
-	m.no_reserved = reserved == 0 || max == 1;
+	/* tpe_attr_set_reserved_threads(3): 0, or a maximum size of 1;
+	 * tpe_try_execute(3): a per-worker queue's workers never park. */
+	m.no_reserved = reserved == 0 || max == 1 ||
+	    kind == TPE_QUEUE_PER_WORKER;
 	return p;
 }
 
@@ -1557,8 +1559,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			/* tpe_try_execute(3): EAGAIN also when the pool is
 			 * paused or has no capacity of reserved threads. */
 			rc = m.shutdown ? EXPECT(tpe_try_execute(pool, task_fn, s),
-			    ECANCELED) : m.paused || m.no_reserved ||
-			    m.kind == TPE_QUEUE_PER_WORKER ?
+			    ECANCELED) : m.paused || m.no_reserved ?
 			    EXPECT(tpe_try_execute(pool, task_fn, s), EAGAIN) :
 			    EXPECT(tpe_try_execute(pool, task_fn, s), 0, EAGAIN);
 			s->accepted = rc == 0;
