@@ -134,6 +134,7 @@ enum op {
 	OP_THPOOL_DESTROY,
 	OP_BAD_INPUT_MORE,      /* bad inputs of the calls above */
 	OP_RING_PIPE,           /* a ring between two tasklets (45) */
+	OP_THPOOL_ADD_SELF,     /* a job that calls its own pool */
 	/*
 	 * Issue 16 adds tpe_execute_wait, tpe_submit_wait (blocking
 	 * submission with a timeout) and tpe_job_wait_result: their
@@ -1246,21 +1247,81 @@ static threadpool th[THPOOLS];
 static struct {
 	int n;
 	bool paused;
+	bool self_jobs;         /* a job of it may call it */
 } thm[THPOOLS];
 static struct thjob {
 	int pool;               /* its pool; -1 once destroyed */
 	int ran;                /* A */
 	int ran_at_destroy;
 	bool after_pause;       /* added while its pool was paused */
+	int action;             /* I: a call on its own pool (thjob_fn) */
+	threadpool self;        /* I: its pool, for the action */
+	int n;                  /* I: its pool's threads */
 } thjobs[THJOBS];
 static int nthjobs;
+/* The jobs that jobs add to their own pool (action 4). */
+static struct thjob thkids[THJOBS];
+static int nthkids;             /* A */
 
 static void
 thjob_fn(void *arg)
 {
 	struct thjob *t = arg;
+	int k, r;
 
 	CHECK(__atomic_fetch_add(&t->ran, 1, __ATOMIC_SEQ_CST) == 0);
+	/* tpe_thpool(3): called from one of the pool's jobs, thpool_wait()
+	 * returns at once and thpool_destroy() does nothing. */
+	switch (t->action) {
+	case 1:
+		thpool_wait(t->self);
+		break;
+	case 2:
+		thpool_destroy(t->self);
+		break;
+	case 3:     /* this thread runs a job */
+		r = thpool_num_threads_working(t->self);
+		CHECK(r >= 1 && r <= t->n);
+		break;
+	case 4:
+		k = __atomic_fetch_add(&nthkids, 1, __ATOMIC_SEQ_CST);
+		if (k >= THJOBS)
+			break;
+		/* `pool` is its pool + 1, 0 until it is added. */
+		__atomic_store_n(&thkids[k].pool, t->pool + 1, __ATOMIC_SEQ_CST);
+		CHECK(thpool_add_work(t->self, thjob_fn, &thkids[k]) == 0);
+		break;
+	}
+}
+
+/* The jobs added by jobs of pool i, once it is idle: each ran once. */
+static void
+thkids_check(int i)
+{
+	int k, n = __atomic_load_n(&nthkids, __ATOMIC_SEQ_CST);
+
+	for (k = 0; k < n && k < THJOBS; k++)
+		if (__atomic_load_n(&thkids[k].pool, __ATOMIC_SEQ_CST) == i + 1)
+			CHECK(__atomic_load_n(&thkids[k].ran,
+			    __ATOMIC_SEQ_CST) == 1);
+}
+
+static void
+thpool_resume_checked(int i)
+{
+	struct thjob *t;
+	int k;
+
+	/* No job added while paused has started (tpe_thpool(3)). */
+	for (k = 0; k < nthjobs; k++) {
+		t = &thjobs[k];
+		if (t->pool == i && t->after_pause)
+			CHECK(__atomic_load_n(&t->ran, __ATOMIC_SEQ_CST) == 0);
+		if (t->pool == i)
+			t->after_pause = false;
+	}
+	thpool_resume(th[i]);
+	thm[i].paused = false;
 }
 
 static void
@@ -1268,6 +1329,19 @@ thpool_destroy_checked(int i)
 {
 	int k;
 
+	if (th[i] != NULL && thm[i].self_jobs) {
+		/* No other call on the pool may be under way at its
+		 * destroy: its jobs that call it have to be over. */
+		if (thm[i].paused)
+			thpool_resume_checked(i);
+		thpool_wait(th[i]);
+		thkids_check(i);
+		for (k = 0; k < THJOBS; k++)
+			if (__atomic_load_n(&thkids[k].pool,
+			    __ATOMIC_SEQ_CST) == i + 1)
+				__atomic_store_n(&thkids[k].pool, -1,
+				    __ATOMIC_SEQ_CST);
+	}
 	thpool_destroy(th[i]);      /* NULL: nothing */
 	/* The jobs still queued never run: those added while paused. */
 	for (k = 0; k < nthjobs; k++) {
@@ -1283,6 +1357,7 @@ thpool_destroy_checked(int i)
 	}
 	th[i] = NULL;
 	thm[i].paused = false;
+	thm[i].self_jobs = false;
 }
 
 static void
@@ -1306,14 +1381,30 @@ thpool_op(int op)
 		break;
 	case OP_THPOOL_ADD:
 		__atomic_add_fetch(&calls, 1, __ATOMIC_RELAXED);
-		if (th[i] == NULL || nthjobs >= THJOBS) {
+		if (th[i] == NULL) {
 			__atomic_add_fetch(&bad_inputs, 1, __ATOMIC_RELAXED);
 			CHECK(thpool_add_work(th[i], thjob_fn, &thjobs[0]) == -1);
 			break;
 		}
+		if (nthjobs >= THJOBS)
+			break;
 		t = &thjobs[nthjobs++];
 		t->pool = i;
 		t->after_pause = thm[i].paused;
+		CHECK(thpool_add_work(th[i], thjob_fn, t) == 0);
+		break;
+	case OP_THPOOL_ADD_SELF:
+		k = 1 + (int)(take() % 4);
+		if (th[i] == NULL || nthjobs >= THJOBS)
+			break;
+		__atomic_add_fetch(&calls, 1, __ATOMIC_RELAXED);
+		t = &thjobs[nthjobs++];
+		t->pool = i;
+		t->after_pause = thm[i].paused;
+		t->action = k;
+		t->self = th[i];
+		t->n = thm[i].n;
+		thm[i].self_jobs = true;
 		CHECK(thpool_add_work(th[i], thjob_fn, t) == 0);
 		break;
 	case OP_THPOOL_WAIT:
@@ -1326,6 +1417,7 @@ thpool_op(int op)
 			if (thjobs[k].pool == i)
 				CHECK(__atomic_load_n(&thjobs[k].ran,
 				    __ATOMIC_SEQ_CST) == 1);
+		thkids_check(i);
 		CHECK(thpool_num_threads_working(th[i]) == 0);
 		break;
 	case OP_THPOOL_PAUSE:
@@ -1333,17 +1425,7 @@ thpool_op(int op)
 		thm[i].paused = th[i] != NULL;
 		break;
 	case OP_THPOOL_RESUME:
-		/* No job added while paused has started (tpe_thpool(3)). */
-		for (k = 0; k < nthjobs; k++) {
-			t = &thjobs[k];
-			if (t->pool == i && t->after_pause)
-				CHECK(__atomic_load_n(&t->ran,
-				    __ATOMIC_SEQ_CST) == 0);
-			if (t->pool == i)
-				t->after_pause = false;
-		}
-		thpool_resume(th[i]);
-		thm[i].paused = false;
+		thpool_resume_checked(i);
 		break;
 	case OP_THPOOL_WORKING:
 		r = thpool_num_threads_working(th[i]);
@@ -1522,6 +1604,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memset(thm, 0, sizeof(thm));
 	memset(thjobs, 0, sizeof(thjobs));
 	nthjobs = 0;
+	memset(thkids, 0, sizeof(thkids));
+	nthkids = 0;
 
 	pool = create_pool();
 	for (op = 0; op < MAX_OPS && in_left > 0; op++) {
@@ -1744,6 +1828,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		case OP_THPOOL_RESUME:
 		case OP_THPOOL_WORKING:
 		case OP_THPOOL_DESTROY:
+		case OP_THPOOL_ADD_SELF:
 			thpool_op(code);
 			break;
 		case OP_BAD_INPUT_MORE:
