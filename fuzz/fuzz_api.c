@@ -135,12 +135,11 @@ enum op {
 	OP_BAD_INPUT_MORE,      /* bad inputs of the calls above */
 	OP_RING_PIPE,           /* a ring between two tasklets (45) */
 	OP_THPOOL_ADD_SELF,     /* a job that calls its own pool */
-	/*
-	 * Issue 16 adds tpe_execute_wait, tpe_submit_wait (blocking
-	 * submission with a timeout) and tpe_job_wait_result: their
-	 * operations go here (OP_EXECUTE_WAIT, OP_SUBMIT_WAIT,
-	 * OP_JOB_WAIT_RESULT), with a case in LLVMFuzzerTestOneInput.
-	 */
+	/* blocking submission (tpe_execute_wait(3)) and the job's outcome
+	 * (tpe_job_wait_result(3)) */
+	OP_EXECUTE_WAIT,
+	OP_SUBMIT_WAIT,
+	OP_JOB_WAIT_RESULT,
 	OP_COUNT
 };
 
@@ -963,6 +962,32 @@ job_wait(void)
 	/* ETIMEDOUT is also a result (issue 16): known only without limit. */
 	if (rc != ETIMEDOUT || timeout < 0)
 		job_check(j, rc);
+}
+
+/* tpe_job_wait_result(3): 0 and the outcome once the job completed,
+ * ETIMEDOUT (nothing written) while it has not; never ETIMEDOUT without
+ * a limit. */
+static void
+job_wait_result(void)
+{
+	struct job_model *j = pick_job();
+	unsigned b = take() % 4;
+	int64_t timeout = b == 0 ? 0 : b == 1 ? 100000 : b == 2 ? 1 * MS : -1;
+	int rc, result = INT_MIN;
+
+	if (j == NULL || j->handle == NULL)
+		return;
+	if (timeout < 0 && !j->finite &&
+	    !__atomic_load_n(&j->cancelled, __ATOMIC_SEQ_CST))
+		timeout = 1 * MS;
+	rc = EXPECT(tpe_job_wait_result(j->handle, timeout, &result), 0,
+	    ETIMEDOUT);
+	if (rc == 0) {
+		job_check(j, result);
+	} else {
+		CHECK(result == INT_MIN);
+		CHECK(timeout >= 0);
+	}
 }
 
 static void
@@ -1837,8 +1862,48 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		case OP_RING_PIPE:
 			ring_pipe();
 			break;
-		/* Issue 16's OP_EXECUTE_WAIT, OP_SUBMIT_WAIT and
-		 * OP_JOB_WAIT_RESULT: their cases go here. */
+		case OP_EXECUTE_WAIT:
+		case OP_SUBMIT_WAIT: {
+			/*
+			 * tpe_execute_wait(3): what tpe_execute does, but a
+			 * refusal for saturation (a full bounded queue, a
+			 * hand-off with no taker; a paused pool takes no
+			 * hand-off either) waits, here at most 100 us, and
+			 * never calls the rejection policy: 0, ETIMEDOUT, or
+			 * EAGAIN when no worker is alive and none can start.
+			 * The calling thread is no pool thread: no EDEADLK.
+			 */
+			int64_t timeout = take() % 2 == 0 ? 0 : 100000;
+			bool may_wait = (m.kind == TPE_QUEUE_BOUNDED ||
+			    m.kind == TPE_QUEUE_HANDOFF);
+
+			if ((s = new_slot(code == OP_SUBMIT_WAIT ? FUTURE :
+			    PLAIN)) == NULL)
+				break;
+			s->future = NULL;
+			if (code == OP_SUBMIT_WAIT)
+				rc = m.shutdown ? EXPECT(tpe_submit_wait(pool,
+				    call_fn, s, timeout, &s->future),
+				    ECANCELED) : may_wait ?
+				    EXPECT(tpe_submit_wait(pool, call_fn, s,
+				    timeout, &s->future), 0, ETIMEDOUT, EAGAIN) :
+				    EXPECT(tpe_submit_wait(pool, call_fn, s,
+				    timeout, &s->future), 0);
+			else
+				rc = m.shutdown ? EXPECT(tpe_execute_wait(pool,
+				    task_fn, s, timeout), ECANCELED) : may_wait ?
+				    EXPECT(tpe_execute_wait(pool, task_fn, s,
+				    timeout), 0, ETIMEDOUT, EAGAIN) :
+				    EXPECT(tpe_execute_wait(pool, task_fn, s,
+				    timeout), 0);
+			s->accepted = rc == 0;
+			if (rc != 0)
+				CHECK(s->future == NULL);
+			break;
+		}
+		case OP_JOB_WAIT_RESULT:
+			job_wait_result();
+			break;
 		default:
 			break;
 		}
