@@ -14,6 +14,7 @@
 #include "config.h"
 #endif
 
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <semaphore.h>
@@ -52,10 +53,47 @@ tu_time_scale(void)
 	return *end == '\0' && v <= 1000 ? (unsigned)v : 1;
 }
 
+/*
+ * It also applies TPE_TEST_FILTER, a cmocka glob over the case names
+ * (build-aux/mutation-check.sh runs one case of a binary with it).
+ */
 static inline void
 tu_time_bound(unsigned seconds)
 {
+	const char *filter = getenv("TPE_TEST_FILTER");
+
+	if (filter != NULL && *filter != '\0')
+		cmocka_set_test_filter(filter);
 	alarm((seconds ? seconds : TU_TIME_BOUND_S) * tu_time_scale());
+}
+
+/*
+ * A value an out-parameter starts from, so that "not written" is told
+ * apart from "wrote NULL": a call that must not write leaves it equal to
+ * TU_SENTINEL. Never dereferenced.
+ */
+static char tu_sentinel_ __attribute__((unused));
+#define TU_SENTINEL ((void *)&tu_sentinel_)
+
+/*
+ * The number of threads in this process (the entries of /proc/self/task),
+ * or -1 where there is no /proc: a test that counts the threads a call
+ * started or joined skips itself then.
+ */
+static inline long
+tu_thread_count(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	long n = 0;
+
+	if (d == NULL)
+		return -1;
+	while ((e = readdir(d)) != NULL)
+		if (e->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n;
 }
 
 /*
