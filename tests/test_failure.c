@@ -868,7 +868,7 @@ static void
 create_error_is_eagain(int err)
 {
 	tpe_t *pool = tu_pool(1, 1, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
-	tpe_future_t *f = NULL;
+	tpe_future_t *f = TU_SENTINEL; /* "not written", told from NULL */
 	size_t started = 99;
 	int count = 0, rc_ex, rc_sub, rc_pre;
 
@@ -881,7 +881,7 @@ create_error_is_eagain(int err)
 	create_errno = EAGAIN;
 	assert_int_equal(rc_ex, EAGAIN);
 	assert_int_equal(rc_sub, EAGAIN);
-	assert_null(f);
+	assert_ptr_equal(f, TU_SENTINEL);
 	assert_int_equal(rc_pre, EAGAIN);
 	assert_int_equal(started, 0);
 	assert_pool_empty(pool);
@@ -904,7 +904,7 @@ static void
 test_failure_shutdown_refusal_needs_no_memory(void **state)
 {
 	tpe_t *pool = tu_pool(1, 1, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
-	tpe_future_t *f = NULL;
+	tpe_future_t *f = TU_SENTINEL;
 	int count = 0, rc_ex, rc_sub;
 
 	(void)state;
@@ -915,7 +915,7 @@ test_failure_shutdown_refusal_needs_no_memory(void **state)
 	fault_disarm(&malloc_fault);
 	assert_int_equal(rc_sub, ECANCELED);
 	assert_int_equal(rc_ex, ECANCELED);
-	assert_null(f);
+	assert_ptr_equal(f, TU_SENTINEL);
 	assert_int_equal(tpe_destroy(pool), 0);
 }
 
