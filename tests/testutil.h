@@ -25,6 +25,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -127,6 +128,51 @@ tu_sleep_ns(int64_t ns)
 
 	while (nanosleep(&ts, &ts) == EINTR)
 		;
+}
+
+/*
+ * A thread of this process as the kernel sees it (Linux /proc): its
+ * context switches so far, voluntary and not (each wake-up of a sleeping
+ * thread is one), and its state letter ('S' asleep, 'R' running). -1 and
+ * '?' where /proc cannot tell. Tests count wake-ups with them instead of
+ * measuring CPU time.
+ */
+static inline long
+tu_thread_switches(long tid)
+{
+	char path[64], line[128];
+	long n = 0, v;
+	int found = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%ld/status", tid);
+	if ((f = fopen(path, "r")) == NULL)
+		return -1;
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (sscanf(line, "voluntary_ctxt_switches: %ld", &v) == 1 ||
+		    sscanf(line, "nonvoluntary_ctxt_switches: %ld", &v) == 1) {
+			n += v;
+			found++;
+		}
+	fclose(f);
+	return found == 2 ? n : -1;
+}
+
+static inline char
+tu_thread_state(long tid)
+{
+	char path[64], buf[256], *p, c = '?';
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%ld/stat", tid);
+	if ((f = fopen(path, "r")) == NULL)
+		return c;
+	/* "tid (name) S ...": the name may hold spaces and parentheses. */
+	if (fgets(buf, sizeof(buf), f) != NULL &&
+	    (p = strrchr(buf, ')')) != NULL && p[1] == ' ')
+		c = p[2];
+	fclose(f);
+	return c;
 }
 
 #define TU_MS (INT64_C(1000000))
