@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -173,6 +174,101 @@ tu_thread_state(long tid)
 		c = p[2];
 	fclose(f);
 	return c;
+}
+
+/*
+ * The threads a pool started, recorded by its on_start hook:
+ *
+ *	struct tu_tids tids = TU_TIDS_INIT;
+ *	p = tu_pool_with(&(struct tu_pool_opts){ ...,
+ *	    .on_start = tu_tids_hook, .thread_hooks_ctx = &tids });
+ */
+#define TU_TIDS_MAX 64
+struct tu_tids {
+	pthread_mutex_t lock;
+	long tid[TU_TIDS_MAX];
+	size_t n;
+};
+#define TU_TIDS_INIT { PTHREAD_MUTEX_INITIALIZER, { 0 }, 0 }
+
+static inline void
+tu_tids_hook(tpe_t *pool, void *ctx)
+{
+	struct tu_tids *t = ctx;
+
+	(void)pool;
+	pthread_mutex_lock(&t->lock);
+	if (t->n < TU_TIDS_MAX)
+		t->tid[t->n++] = (long)syscall(SYS_gettid);
+	pthread_mutex_unlock(&t->lock);
+}
+
+/*
+ * How a thread of this process waits, from /proc/self/task/TID/syscall
+ * (Linux, glibc): TU_WAIT_UNTIMED when it sleeps in a condition wait with
+ * no time-out (a futex FUTEX_WAIT_BITSET without a timeout: a wait only a
+ * wake-up ends), TU_WAIT_OTHER when it runs or waits otherwise (with a
+ * time-out, on a mutex, in another call), TU_WAIT_GONE when it has
+ * exited, TU_WAIT_UNKNOWN when this system cannot tell.
+ */
+enum { TU_WAIT_UNKNOWN = -2, TU_WAIT_GONE = -1, TU_WAIT_OTHER = 0,
+    TU_WAIT_UNTIMED = 1 };
+
+static inline int
+tu_thread_wait_kind(long tid)
+{
+#if defined(__linux__) && defined(SYS_futex)
+	char path[64], buf[256];
+	unsigned long nr, uaddr, op, val, timeout;
+	FILE *f;
+	int n;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%ld/syscall", tid);
+	if ((f = fopen(path, "r")) == NULL)
+		return errno == ENOENT && access("/proc/self/task", F_OK) == 0 ?
+		    TU_WAIT_GONE : TU_WAIT_UNKNOWN;
+	n = fgets(buf, sizeof(buf), f) != NULL ? sscanf(buf,
+	    "%lu %lx %lx %lx %lx", &nr, &uaddr, &op, &val, &timeout) : 0;
+	fclose(f);
+	if (n == 0 && strncmp(buf, "running", 7) == 0)
+		return TU_WAIT_OTHER;
+	if (n != 5)
+		return n == 0 ? TU_WAIT_UNKNOWN : TU_WAIT_OTHER;
+	/* FUTEX_WAIT_BITSET is 9; the private flag is 128. */
+	return nr == SYS_futex && (op & 127) == 9 && timeout == 0 ?
+	    TU_WAIT_UNTIMED : TU_WAIT_OTHER;
+#else
+	(void)tid;
+	return TU_WAIT_UNKNOWN;
+#endif
+}
+
+/*
+ * Whether exactly `n` of the recorded threads live, each asleep in a wait
+ * without a time-out: then none of them can leave on a keep-alive, however
+ * long the test waited. -1 when this system cannot tell.
+ */
+static inline int
+tu_tids_wait_untimed(struct tu_tids *t, size_t n)
+{
+	size_t i, live = 0;
+	int k, all = 1;
+
+	pthread_mutex_lock(&t->lock);
+	for (i = 0; i < t->n; i++) {
+		k = tu_thread_wait_kind(t->tid[i]);
+		if (k == TU_WAIT_UNKNOWN) {
+			pthread_mutex_unlock(&t->lock);
+			return -1;
+		}
+		if (k == TU_WAIT_GONE)
+			continue;
+		live++;
+		if (k != TU_WAIT_UNTIMED)
+			all = 0;
+	}
+	pthread_mutex_unlock(&t->lock);
+	return all && live == n;
 }
 
 #define TU_MS (INT64_C(1000000))
