@@ -38,6 +38,22 @@ __wrap_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
 /* This process's threads, or -1 where /proc/self/task cannot tell. */
 #define thread_count tu_thread_count
 
+/*
+ * Asserts that every thread in t sleeps in a wait without a time-out, so
+ * that a job still queued is not merely "not run yet": nothing runs it
+ * until someone wakes them (tu_tids_wait_untimed). Where this system
+ * cannot tell, nothing is asserted.
+ */
+static void
+assert_all_asleep(struct tu_tids *t)
+{
+	if (tu_tids_wait_untimed(t, t->n) < 0)
+		return;
+	assert_true(t->n > 0); /* thpool_init started its threads */
+	assert_true(TU_EVENTUALLY(tu_tids_wait_untimed(t, t->n) == 1,
+	    TU_WAIT_BOUND));
+}
+
 /* Asserts that the threads thpool_init started are gone (joined). */
 static void
 assert_threads_back_to(long before)
@@ -455,10 +471,15 @@ test_thpool_num_threads_working_counts_held_jobs(void **state)
 static void
 test_thpool_pause_is_per_pool(void **state)
 {
-	threadpool a = thpool_init(2), b = thpool_init(2);
+	static struct tu_tids before = TU_TIDS_INIT, of_a = TU_TIDS_INIT;
+	threadpool a, b;
 	int ran_a = 0, ran_b = 0;
 
 	(void)state;
+	tu_tids_new_since(&before, NULL);
+	a = thpool_init(2);
+	tu_tids_new_since(&of_a, &before);
+	b = thpool_init(2);
 	assert_non_null(a);
 	assert_non_null(b);
 	thpool_pause(a);
@@ -467,13 +488,16 @@ test_thpool_pause_is_per_pool(void **state)
 	assert_int_equal(thpool_add_work(b, tu_count_fn, &ran_b), 0);
 	thpool_wait(b);
 	assert_int_equal(tu_load(&ran_b), 1);
-	/* b ran; a's job is still queued: a is paused. */
+	/* b ran; a's job is still queued, and a's threads sleep: a is
+	 * paused. */
+	assert_all_asleep(&of_a);
 	assert_int_equal(tu_load(&ran_a), 0);
 	/* Resuming b (not paused) does not resume a. */
 	thpool_resume(b);
 	assert_int_equal(thpool_add_work(b, tu_count_fn, &ran_b), 0);
 	thpool_wait(b);
 	assert_int_equal(tu_load(&ran_b), 2);
+	assert_all_asleep(&of_a);
 	assert_int_equal(tu_load(&ran_a), 0);
 	thpool_resume(a);
 	thpool_wait(a);
@@ -487,11 +511,15 @@ test_thpool_pause_is_per_pool(void **state)
 static void
 test_thpool_pause_lets_running_job_finish(void **state)
 {
-	threadpool tp = thpool_init(1);
+	static struct tu_tids before = TU_TIDS_INIT, of_tp = TU_TIDS_INIT;
+	threadpool tp;
 	struct held h;
 	int ran = 0;
 
 	(void)state;
+	tu_tids_new_since(&before, NULL);
+	tp = thpool_init(1);
+	tu_tids_new_since(&of_tp, &before);
 	assert_non_null(tp);
 	hold(tp, &h, 1);
 	assert_int_equal(thpool_add_work(tp, tu_count_fn, &ran), 0);
@@ -500,6 +528,8 @@ test_thpool_pause_lets_running_job_finish(void **state)
 	tu_latch_wait(&h.done);
 	assert_true(TU_EVENTUALLY(thpool_num_threads_working(tp) == 0,
 	    TU_WAIT_BOUND));
+	/* Its thread went to sleep with the job queued: paused, not late. */
+	assert_all_asleep(&of_tp);
 	assert_int_equal(tu_load(&ran), 0);
 	thpool_resume(tp);
 	thpool_wait(tp);

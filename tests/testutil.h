@@ -204,6 +204,36 @@ tu_tids_hook(tpe_t *pool, void *ctx)
 }
 
 /*
+ * The threads of this process that are not in `old` (the threads that a
+ * call such as thpool_init started, where no hook can record them), or
+ * false where there is no /proc.
+ */
+static inline bool
+tu_tids_new_since(struct tu_tids *t, const struct tu_tids *old)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	size_t i;
+	long tid;
+
+	t->n = 0;
+	if (d == NULL)
+		return false;
+	while ((e = readdir(d)) != NULL) {
+		if (e->d_name[0] == '.')
+			continue;
+		tid = strtol(e->d_name, NULL, 10);
+		for (i = 0; old != NULL && i < old->n; i++)
+			if (old->tid[i] == tid)
+				break;
+		if ((old == NULL || i == old->n) && t->n < TU_TIDS_MAX)
+			t->tid[t->n++] = tid;
+	}
+	closedir(d);
+	return true;
+}
+
+/*
  * How a thread of this process waits, from /proc/self/task/TID/syscall
  * (Linux, glibc): TU_WAIT_UNTIMED when it sleeps in a condition wait with
  * no time-out (a futex FUTEX_WAIT_BITSET without a timeout: a wait only a
