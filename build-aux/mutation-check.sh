@@ -123,7 +123,7 @@ fi
 # run PROGRAM CASE: 0 when the case passed.
 run() {
 	(cd "$scratch/src/_m" && TPE_TEST_FILTER=$2 $TIMEOUT "./$1" \
-	    >"$scratch/run.log" 2>&1)
+	    >"$scratch/run.log" 2>&1) 2>/dev/null
 }
 
 echo "== mutation: each case unmutated"

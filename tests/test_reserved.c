@@ -229,7 +229,9 @@ test_reserved_hit(void **state)
 	    pthread_equal(th.id[1], h.thread));
 	pthread_mutex_unlock(&th.lock);
 	assert_int_equal(tpe_try_execute(p, where_fn, &w), 0);
-	tu_latch_wait(&done);
+	/* Bounded: a hand-off whose thread is never woken fails here. */
+	assert_true(tu_latch_wait_for(&done, EV_TIMEOUT *
+	    (int64_t)tu_time_scale()));
 	assert_int_equal(tu_load(&w.ran), 1);
 	/* The blocker's thread is busy: the parked thread is the other. */
 	assert_true(pthread_equal(w.thread, other));
@@ -683,7 +685,9 @@ shutdown_with_reserve(bool now, int round)
 		assert_int_equal(tpe_shutdown_now(p, NULL, NULL), 0);
 	else
 		assert_int_equal(tpe_shutdown(p), 0);
-	assert_int_equal(tpe_await_termination(p, -1), 0);
+	/* Bounded: a parked thread that shutdown does not wake fails here. */
+	assert_int_equal(tpe_await_termination(p, EV_TIMEOUT *
+	    (int64_t)tu_time_scale()), 0);
 	__atomic_store_n(&r.stop, 1, __ATOMIC_SEQ_CST);
 	assert_int_equal(pthread_join(t, NULL), 0);
 	/* Accepted = ran: a hand-off is never lost, nor run twice. */
