@@ -195,6 +195,10 @@ while IFS=$tab read -r id file from to prog case_; do
 			fi
 			by=$(sed -n 's/^\[  FAILED  \] \(test_[a-z0-9_]*\)$/\1/p' \
 			    "$scratch/run.log" | sort -u | tr '\n' ' ')
+			# Aborted or killed: the case that was running.
+			test -n "$by" || by=$(sed -n \
+			    's/^\[ RUN      \] \(test_[a-z0-9_]*\)$/\1/p' \
+			    "$scratch/run.log" | tail -n 1)
 		fi
 	done
 	# Put the file back (a newer time, so that make rebuilds it).
