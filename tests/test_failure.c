@@ -20,6 +20,7 @@
 
 #include "node.h"
 #include "pool.h"
+#include "reserved.h"
 #include "sync.h"
 #include "worker.h"
 
@@ -919,6 +920,42 @@ test_failure_shutdown_refusal_needs_no_memory(void **state)
 	assert_int_equal(tpe_destroy(pool), 0);
 }
 
+/* ---- tpe_try_execute without memory ----------------------------------- */
+
+/*
+ * A reserved thread is parked, but the task's node cannot be allocated:
+ * ENOMEM (tpe_try_execute(3)), nothing counted, nothing run, and the
+ * thread stays parked for the next call. The pool has run no task, so
+ * no node comes back from its return stack (lib/node.c), and fault_arm
+ * empties this thread's cache: the call must allocate.
+ */
+static void
+test_failure_try_execute_enomem(void **state)
+{
+	tpe_attr_t *a = tu_attr_with(&(struct tu_pool_opts){ .core = 2,
+	    .max = 2 });
+	tpe_t *pool;
+	int count = 0, rc;
+
+	(void)state;
+	assert_int_equal(tpe_attr_set_reserved_threads(a, 1), 0);
+	assert_int_equal(tpe_create(&pool, a), 0);
+	tpe_attr_destroy(a);
+	assert_int_equal(tpe_prestart_core_threads(pool, NULL), 0);
+	assert_true(TU_EVENTUALLY((tpe__reserve_request(pool),
+	    tu_stats(pool).reserved == 1), TU_WAIT_BOUND));
+	fault_arm(&malloc_fault, 0, -1, false);
+	rc = tpe_try_execute(pool, tu_count_fn, &count);
+	fault_disarm(&malloc_fault);
+	assert_int_equal(rc, ENOMEM);
+	assert_int_equal(tu_stats(pool).submitted, 0);
+	assert_int_equal(tu_stats(pool).reserved, 1);
+	assert_int_equal(tpe_try_execute(pool, tu_count_fn, &count), 0);
+	assert_int_equal(tpe_wait_idle(pool, -1), 0);
+	assert_int_equal(tu_load(&count), 1);
+	assert_int_equal(tpe_destroy(pool), 0);
+}
+
 /* ---- a worker that exits before pthread_create returns ----------------- */
 
 /*
@@ -1074,6 +1111,7 @@ main(void)
 		cmocka_unit_test(test_failure_wait_idle_woken_when_start_fails),
 		cmocka_unit_test(test_failure_create_error_is_eagain),
 		cmocka_unit_test(test_failure_shutdown_refusal_needs_no_memory),
+		cmocka_unit_test(test_failure_try_execute_enomem),
 		cmocka_unit_test(test_failure_worker_exits_before_its_id_is_stored),
 		cmocka_unit_test(test_failure_per_worker_create_eagain),
 	};
