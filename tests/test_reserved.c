@@ -496,6 +496,104 @@ test_reserved_claim_after_shutdown(void **state)
 	assert_int_equal(tpe_destroy(p), 0);
 }
 
+/* ---- claimers against each other: one slot, one winner ---------------- */
+
+/*
+ * White-box, the claim alone: the test marks the one slot WAITING itself
+ * (the pool has started no thread, so no owner touches it), and 3 threads
+ * call tpe__reserve_hand at once, released together by a spinning start
+ * word. Exactly one may win a WAITING slot; a claim that is not one
+ * atomic step from WAITING to TAKEN lets two win (two tasks handed to one
+ * thread, one of them lost). Rounds until 20000, or 2 s of them.
+ */
+#define CLAIMERS 3
+
+struct claim_race {
+	tpe_t *pool;
+	int go;                  /* atomic: the round to run */
+	int ready;               /* atomic: claimers at the start line */
+	int done;                /* atomic: claimers through this round */
+	int wins;                /* atomic */
+	int stop;                /* atomic */
+};
+
+static void *
+claim_racer_main(void *arg)
+{
+	struct claim_race *cr = arg;
+	int running = TPE__RUNNING, round = 0, count = 0;
+	char token = 0;
+
+	for (;;) {
+		struct tpe__task *t;
+		bool cancelled;
+		unsigned spins = 0;
+
+		t = tpe__task_new(cr->pool, tu_count_fn, &count, NULL, &token);
+		assert_non_null(t);
+		__atomic_add_fetch(&cr->ready, 1, __ATOMIC_SEQ_CST);
+		while (__atomic_load_n(&cr->go, __ATOMIC_ACQUIRE) == round &&
+		    !__atomic_load_n(&cr->stop, __ATOMIC_ACQUIRE))
+			if (++spins % 4096 == 0)
+				sched_yield();
+		if (__atomic_load_n(&cr->stop, __ATOMIC_ACQUIRE)) {
+			tpe__task_free(cr->pool, t);
+			return NULL;
+		}
+		round++;
+		if (tpe__reserve_hand(&cr->pool->reserve, t, &running,
+		    &cancelled))
+			__atomic_add_fetch(&cr->wins, 1, __ATOMIC_SEQ_CST);
+		assert_false(cancelled);
+		/* No owner runs it: the task is freed here, won or not. */
+		tpe__task_free(cr->pool, t);
+		__atomic_add_fetch(&cr->done, 1, __ATOMIC_SEQ_CST);
+	}
+}
+
+static void
+test_reserved_claimers_one_winner(void **state)
+{
+	tpe_attr_t *a = tu_attr_with(&(struct tu_pool_opts){ .core = 2,
+	    .max = 2 });
+	struct claim_race cr = { 0 };
+	struct tpe__reserve_slot *s;
+	pthread_t t[CLAIMERS];
+	int64_t end = tu_now_ns() + 2 * TU_S;
+	int i, round;
+
+	(void)state;
+	assert_int_equal(tpe_attr_set_reserved_threads(a, 1), 0);
+	assert_int_equal(tpe_create(&cr.pool, a), 0);
+	tpe_attr_destroy(a);
+	s = &cr.pool->reserve.slots[0];
+	for (i = 0; i < CLAIMERS; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, claim_racer_main,
+		    &cr), 0);
+	for (round = 1; round <= 20000 && tu_now_ns() < end; round++) {
+		while (__atomic_load_n(&cr.ready, __ATOMIC_SEQ_CST) <
+		    round * CLAIMERS)
+			sched_yield();
+		/* WAITING, as a parked owner leaves it (item empty). */
+		s->item = NULL;
+		__atomic_store_n(&s->state, 1 /* WAITING */, __ATOMIC_SEQ_CST);
+		__atomic_store_n(&cr.go, round, __ATOMIC_RELEASE);
+		while (__atomic_load_n(&cr.done, __ATOMIC_SEQ_CST) <
+		    round * CLAIMERS)
+			sched_yield();
+		assert_int_equal(__atomic_load_n(&cr.wins, __ATOMIC_SEQ_CST),
+		    round);
+		assert_int_equal(tpe__reserve_handing(&cr.pool->reserve), 1);
+		__atomic_store_n(&s->state, 0 /* EMPTY */, __ATOMIC_SEQ_CST);
+	}
+	__atomic_store_n(&cr.stop, 1, __ATOMIC_RELEASE);
+	for (i = 0; i < CLAIMERS; i++)
+		assert_int_equal(pthread_join(t[i], NULL), 0);
+	s->item = NULL;
+	assert_int_equal(tu_stats(cr.pool).pool_size, 0);
+	assert_int_equal(tpe_destroy(cr.pool), 0);
+}
+
 /* ---- several callers against idle-out: each task runs exactly once ---- */
 
 /*
@@ -803,6 +901,7 @@ main(void)
 		cmocka_unit_test(test_reserved_time_out_against_claim),
 		cmocka_unit_test(test_reserved_claim_after_shutdown),
 		cmocka_unit_test(test_reserved_callers_race_idle_out),
+		cmocka_unit_test(test_reserved_claimers_one_winner),
 		cmocka_unit_test(test_reserved_hand_off_counts_until_running),
 		cmocka_unit_test(test_reserved_shutdown_races),
 		cmocka_unit_test(test_reserved_invocation_types),
