@@ -13,7 +13,6 @@
  * (default 2 x 10^5 each in make check; make check-stress runs 10^6).
  */
 #include <string.h>
-#include <sys/syscall.h>
 
 #include "testutil.h"
 
@@ -233,30 +232,12 @@ test_per_worker_no_lost_wakeup(void **state)
  * the machine's speed or on a sanitizer's own threads. The window is no
  * bound on anything: a longer one only looks longer.
  */
-struct tids {
-	pthread_mutex_t lock;
-	long tid[8];
-	size_t n;
-};
-
-static void
-record_tid(tpe_t *pool, void *ctx)
-{
-	struct tids *t = ctx;
-
-	(void)pool;
-	pthread_mutex_lock(&t->lock);
-	if (t->n < 8)
-		t->tid[t->n++] = (long)syscall(SYS_gettid);
-	pthread_mutex_unlock(&t->lock);
-}
-
 static void
 test_per_worker_idle_uses_no_cpu(void **state)
 {
-	struct tids t = { PTHREAD_MUTEX_INITIALIZER, { 0 }, 0 };
+	static struct tu_tids t = TU_TIDS_INIT;
 	tpe_t *p = pw_pool_with(2, (struct tu_pool_opts){
-	    .on_start = record_tid, .thread_hooks_ctx = &t });
+	    .on_start = tu_tids_hook, .thread_hooks_ctx = &t });
 	long before[2];
 	int count = 0;
 	size_t i;

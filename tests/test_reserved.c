@@ -499,56 +499,99 @@ test_reserved_claim_after_shutdown(void **state)
 /* ---- claimers against each other: one slot, one winner ---------------- */
 
 /*
- * White-box, the claim alone: the test marks the one slot WAITING itself
- * (the pool has started no thread, so no owner touches it), and 3 threads
- * call tpe__reserve_hand at once, released together by a spinning start
- * word. Exactly one may win a WAITING slot; a claim that is not one
- * atomic step from WAITING to TAKEN lets two win (two tasks handed to one
- * thread, one of them lost). Rounds until 20000, or 2 s of them.
+ * White-box, the claim alone: the slot is marked WAITING by the test
+ * itself (the pool has started no thread, so no owner touches it), and
+ * two threads call tpe__reserve_hand at the same moment: the leader marks
+ * the slot, raises the start word and claims at once; the follower spins
+ * on the start word and claims as soon as it moves. Exactly one may win
+ * a WAITING slot; a claim that is not one atomic step from WAITING to
+ * TAKEN lets both win (two tasks handed to one thread, one lost). The
+ * test thread only waits, so the two claimers have the two CPUs. Up to
+ * 200000 rounds, or 1 s of them (times the time scale).
  */
-#define CLAIMERS 3
-
 struct claim_race {
 	tpe_t *pool;
-	int go;                  /* atomic: the round to run */
-	int ready;               /* atomic: claimers at the start line */
-	int done;                /* atomic: claimers through this round */
-	int wins;                /* atomic */
+	int64_t end;
+	int go;                  /* atomic: the round started */
+	int ready;               /* atomic: the follower's round */
+	int done;                /* atomic: the follower's last round */
+	int rounds;              /* the leader's count, read after join */
+	int double_wins;         /* rounds that both claimers won */
+	int no_wins;             /* rounds that neither won */
 	int stop;                /* atomic */
 };
 
-static void *
-claim_racer_main(void *arg)
+/* One claim of the one slot with a task of its own; true if it won. */
+static bool
+claim_once(tpe_t *pool)
 {
-	struct claim_race *cr = arg;
-	int running = TPE__RUNNING, round = 0, count = 0;
+	int running = TPE__RUNNING, count = 0;
+	struct tpe__task *t;
+	bool cancelled, won;
 	char token = 0;
 
-	for (;;) {
-		struct tpe__task *t;
-		bool cancelled;
-		unsigned spins = 0;
+	t = tpe__task_new(pool, tu_count_fn, &count, NULL, &token);
+	if (t == NULL)
+		return false;
+	won = tpe__reserve_hand(&pool->reserve, t, &running, &cancelled);
+	/* No owner runs it: freed here, won or not. */
+	tpe__task_free(pool, t);
+	return won;
+}
 
-		t = tpe__task_new(cr->pool, tu_count_fn, &count, NULL, &token);
-		assert_non_null(t);
-		__atomic_add_fetch(&cr->ready, 1, __ATOMIC_SEQ_CST);
-		while (__atomic_load_n(&cr->go, __ATOMIC_ACQUIRE) == round &&
-		    !__atomic_load_n(&cr->stop, __ATOMIC_ACQUIRE))
-			if (++spins % 4096 == 0)
-				sched_yield();
-		if (__atomic_load_n(&cr->stop, __ATOMIC_ACQUIRE)) {
-			tpe__task_free(cr->pool, t);
+static void
+spin_until(const int *word, int value, const int *stop)
+{
+	unsigned spins = 0;
+
+	while (__atomic_load_n(word, __ATOMIC_ACQUIRE) != value &&
+	    !__atomic_load_n(stop, __ATOMIC_ACQUIRE))
+		if (++spins % 4096 == 0)
+			sched_yield(); /* the other may share this CPU */
+}
+
+static int follower_won; /* the follower's result for the round */
+
+static void *
+claim_follower_main(void *arg)
+{
+	struct claim_race *cr = arg;
+	int round;
+
+	for (round = 1;; round++) {
+		__atomic_store_n(&cr->ready, round, __ATOMIC_RELEASE);
+		spin_until(&cr->go, round, &cr->stop);
+		if (__atomic_load_n(&cr->stop, __ATOMIC_ACQUIRE))
 			return NULL;
-		}
-		round++;
-		if (tpe__reserve_hand(&cr->pool->reserve, t, &running,
-		    &cancelled))
-			__atomic_add_fetch(&cr->wins, 1, __ATOMIC_SEQ_CST);
-		assert_false(cancelled);
-		/* No owner runs it: the task is freed here, won or not. */
-		tpe__task_free(cr->pool, t);
-		__atomic_add_fetch(&cr->done, 1, __ATOMIC_SEQ_CST);
+		__atomic_store_n(&follower_won, claim_once(cr->pool),
+		    __ATOMIC_RELAXED);
+		__atomic_store_n(&cr->done, round, __ATOMIC_RELEASE);
 	}
+}
+
+static void *
+claim_leader_main(void *arg)
+{
+	struct claim_race *cr = arg;
+	struct tpe__reserve_slot *s = &cr->pool->reserve.slots[0];
+	int round, wins;
+
+	for (round = 1; round <= 200000 && tu_now_ns() < cr->end; round++) {
+		spin_until(&cr->ready, round, &cr->stop);
+		s->item = NULL;
+		__atomic_store_n(&s->state, 1 /* WAITING */, __ATOMIC_SEQ_CST);
+		__atomic_store_n(&cr->go, round, __ATOMIC_SEQ_CST);
+		wins = claim_once(cr->pool);
+		spin_until(&cr->done, round, &cr->stop);
+		wins += __atomic_load_n(&follower_won, __ATOMIC_RELAXED);
+		cr->double_wins += wins > 1;
+		cr->no_wins += wins == 0;
+		__atomic_store_n(&s->state, 0 /* EMPTY */, __ATOMIC_SEQ_CST);
+	}
+	cr->rounds = round - 1;
+	s->item = NULL;
+	__atomic_store_n(&cr->stop, 1, __ATOMIC_RELEASE);
+	return NULL;
 }
 
 static void
@@ -557,39 +600,22 @@ test_reserved_claimers_one_winner(void **state)
 	tpe_attr_t *a = tu_attr_with(&(struct tu_pool_opts){ .core = 2,
 	    .max = 2 });
 	struct claim_race cr = { 0 };
-	struct tpe__reserve_slot *s;
-	pthread_t t[CLAIMERS];
-	int64_t end = tu_now_ns() + 2 * TU_S;
-	int i, round;
+	pthread_t leader, follower;
 
 	(void)state;
 	assert_int_equal(tpe_attr_set_reserved_threads(a, 1), 0);
 	assert_int_equal(tpe_create(&cr.pool, a), 0);
 	tpe_attr_destroy(a);
-	s = &cr.pool->reserve.slots[0];
-	for (i = 0; i < CLAIMERS; i++)
-		assert_int_equal(pthread_create(&t[i], NULL, claim_racer_main,
-		    &cr), 0);
-	for (round = 1; round <= 20000 && tu_now_ns() < end; round++) {
-		while (__atomic_load_n(&cr.ready, __ATOMIC_SEQ_CST) <
-		    round * CLAIMERS)
-			sched_yield();
-		/* WAITING, as a parked owner leaves it (item empty). */
-		s->item = NULL;
-		__atomic_store_n(&s->state, 1 /* WAITING */, __ATOMIC_SEQ_CST);
-		__atomic_store_n(&cr.go, round, __ATOMIC_RELEASE);
-		while (__atomic_load_n(&cr.done, __ATOMIC_SEQ_CST) <
-		    round * CLAIMERS)
-			sched_yield();
-		assert_int_equal(__atomic_load_n(&cr.wins, __ATOMIC_SEQ_CST),
-		    round);
-		assert_int_equal(tpe__reserve_handing(&cr.pool->reserve), 1);
-		__atomic_store_n(&s->state, 0 /* EMPTY */, __ATOMIC_SEQ_CST);
-	}
-	__atomic_store_n(&cr.stop, 1, __ATOMIC_RELEASE);
-	for (i = 0; i < CLAIMERS; i++)
-		assert_int_equal(pthread_join(t[i], NULL), 0);
-	s->item = NULL;
+	cr.end = tu_now_ns() + TU_S * (int64_t)tu_time_scale();
+	assert_int_equal(pthread_create(&follower, NULL, claim_follower_main,
+	    &cr), 0);
+	assert_int_equal(pthread_create(&leader, NULL, claim_leader_main,
+	    &cr), 0);
+	assert_int_equal(pthread_join(leader, NULL), 0);
+	assert_int_equal(pthread_join(follower, NULL), 0);
+	assert_true(cr.rounds > 0);
+	assert_int_equal(cr.double_wins, 0);
+	assert_int_equal(cr.no_wins, 0);
 	assert_int_equal(tu_stats(cr.pool).pool_size, 0);
 	assert_int_equal(tpe_destroy(cr.pool), 0);
 }
