@@ -13,19 +13,24 @@
 #	from: return __atomic_compare_exchange_n(&s->state, &expect, EMPTY,
 #	to: return (void)expect, __atomic_store_n(&s->state, EMPTY, ...
 #	test: tests/test_reserved test_reserved_time_out_against_claim
+#	tries: 3
 #
 # "from" is the original code as text, not a line number (the file may have
 # moved on): it must occur exactly once in the file, where any run of
 # white space in it matches any run of white space (so it may span lines of
 # the source). "to" replaces it. "test" is a test program and one of its
 # cmocka cases (run alone with TPE_TEST_FILTER, tests/testutil.h).
+# "tries" (optional, default 1) is for a mutation that only a race
+# catches, with a known rate: the case runs up to that many times and the
+# mutation is killed at the first run that fails.
 #
 # The source tree is copied to a scratch directory under $TMPDIR, configured
 # there with --enable-debug and built once; then for each mutation the one
 # file is changed, the test program rebuilt (make rebuilds that file only)
 # and run RUNS times (default 1), each bounded by SECONDS (default 60); the
 # file is put back before the next. A mutation is killed when every run
-# failed (a run killed by the bound counts, and says so). First, each named
+# failed (a run killed by the bound counts, and says so); with -r, the
+# count of runs that failed is the measure of a test (tries is ignored). First, each named
 # case runs once unmutated and must pass: a case that fails anyway kills
 # nothing. A "from" that is not found exactly once, or a mutated file that
 # does not compile, is an error: the list must be brought up to date.
@@ -37,11 +42,12 @@ set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 list=$top/build-aux/mutations.txt
 runs=1
+runs_given=no
 bound=60
 while getopts l:r:t: opt; do
 	case $opt in
 	l) list=$(cd "$(dirname "$OPTARG")" && pwd)/$(basename "$OPTARG") ;;
-	r) runs=$OPTARG ;;
+	r) runs=$OPTARG; runs_given=yes ;;
 	t) bound=$OPTARG ;;
 	*) sed -n '5p' "$0" >&2; exit 2 ;;
 	esac
@@ -74,8 +80,9 @@ trap 'exit 130' INT TERM
 awk -F': ' '
 function flush() {
 	if (id != "")
-		printf "%s\t%s\t%s\t%s\t%s\n", id, file, from, to, test
-	id = file = from = to = test = ""
+		printf "%s\t%s\t%s\t%s\t%s\t%s\n", id, file, from, to, test,
+		    tries == "" ? 1 : tries
+	id = file = from = to = test = tries = ""
 }
 /^#/ { next }
 /^[ \t]*$/ { flush(); next }
@@ -86,6 +93,7 @@ function flush() {
 	else if (key == "from") from = val
 	else if (key == "to") to = val
 	else if (key == "test") { sub(/ /, "\t", val); test = val }
+	else if (key == "tries") tries = val
 	else { print "error: unknown key " key > "/dev/stderr"; exit 2 }
 }
 END { flush() }' "$list" >"$scratch/list" || exit 2
@@ -145,7 +153,7 @@ done
 killed=0
 failed=0
 tab=$(printf '\t')
-while IFS=$tab read -r id file from to prog case_; do
+while IFS=$tab read -r id file from to prog case_ tries; do
 	src=$scratch/src/$file
 	if ! test -f "$src"; then
 		echo "ERROR    $id: no file $file"
@@ -184,7 +192,11 @@ while IFS=$tab read -r id file from to prog case_; do
 	how=""
 	by=""
 	i=0
-	while test $i -lt "$runs"; do
+	n=$runs
+	if test $runs_given = no && test "$tries" -gt 1; then
+		n=$tries
+	fi
+	while test $i -lt "$n"; do
 		i=$((i + 1))
 		run "$prog" "$case_"
 		status=$?
@@ -199,16 +211,24 @@ while IFS=$tab read -r id file from to prog case_; do
 			test -n "$by" || by=$(sed -n \
 			    's/^\[ RUN      \] \(test_[a-z0-9_]*\)$/\1/p' \
 			    "$scratch/run.log" | tail -n 1)
+			# One failed try kills (tries, not -r).
+			test "$n" -eq "$runs" || break
 		fi
 	done
 	# Put the file back (a newer time, so that make rebuilds it).
 	cp "$scratch/orig" "$src"
-	if test $caught -eq "$runs"; then
+	if test $caught -eq "$runs" || { test "$n" -ne "$runs" &&
+	    test $caught -gt 0; }; then
 		killed=$((killed + 1))
-		echo "killed   $id: $file, $prog $case_ ($caught of $runs runs$how)${by:+; failed: $by}"
+		if test "$n" -ne "$runs"; then
+			how=", at try $i of $n$how"
+		else
+			how=" ($caught of $runs runs$how)"
+		fi
+		echo "killed   $id: $file, $prog $case_$how${by:+; failed: $by}"
 	else
 		failed=$((failed + 1))
-		echo "SURVIVED $id: $file, $prog $case_ (caught $caught of $runs runs)"
+		echo "SURVIVED $id: $file, $prog $case_ (caught $caught of $i runs)"
 	fi
 done <"$scratch/list"
 
