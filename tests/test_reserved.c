@@ -12,6 +12,7 @@
 #include <sched.h>
 #include <semaphore.h>
 #include <string.h>
+#include <sys/syscall.h>
 
 #include "testutil.h"
 
@@ -394,21 +395,24 @@ test_reserved_idle_out_races_hand_off(void **state)
 /* ---- the parked thread times out while a claimer hands it a task ------ */
 
 /*
- * The exact interleaving of the race above, built: the test holds the
- * slot lock, so the parked thread (keep-alive 1 ns: its wait has timed
- * out before it starts) stops at that lock with its slot WAITING; a
- * claimer then claims the slot (TAKEN) and stops at the same lock in
- * give(). The test lets both go. Whichever takes the lock first, the
- * parked thread must not leave a TAKEN slot (its leave is a CAS from
- * WAITING): it waits for the item, and the task runs before
- * tpe_wait_idle returns. A leave that overwrote TAKEN would strand the
- * task in an empty slot, and the pool would look idle. Each round has
- * one chance in about two that the parked thread is first; 40 rounds.
+ * The exact interleaving of the race above, built. The parked thread
+ * (keep-alive 100 ms) waits on its slot with a time-out; the test takes
+ * the slot lock and waits until that thread has timed out and sleeps on
+ * the lock (its wait must take the lock back to return); then a claimer
+ * claims the slot (WAITING -> TAKEN) and sleeps on the same lock in
+ * give(). Both are seen asleep in the kernel (/proc: tu_thread_wait_kind),
+ * the parked thread first in the lock's queue, so the unlock wakes it
+ * first: it finds no item and a timed-out wait, and must not leave a
+ * TAKEN slot (its leave is a CAS from WAITING). It waits for the item,
+ * and the task runs before tpe_wait_idle returns. A leave that
+ * overwrote TAKEN would strand the task in an empty slot while the pool
+ * looks idle. Ten rounds; where /proc cannot tell, skipped.
  */
 struct claimer {
 	tpe_t *pool;
 	int *ran;
 	int rc;
+	long tid;                /* atomic */
 };
 
 static void *
@@ -416,40 +420,83 @@ claimer_main(void *arg)
 {
 	struct claimer *c = arg;
 
+	__atomic_store_n(&c->tid, (long)syscall(SYS_gettid), __ATOMIC_SEQ_CST);
 	c->rc = tpe_try_execute(c->pool, race_fn, c->ran);
 	return NULL;
+}
+
+/* The recorded thread that waits with a time-out (the parked one), or 0. */
+static long
+timed_waiter(struct tu_tids *t)
+{
+	size_t i;
+	long tid = 0;
+
+	pthread_mutex_lock(&t->lock);
+	for (i = 0; i < t->n; i++)
+		if (tu_thread_wait_kind(t->tid[i]) == TU_WAIT_TIMED)
+			tid = t->tid[i];
+	pthread_mutex_unlock(&t->lock);
+	return tid;
 }
 
 static void
 test_reserved_time_out_against_claim(void **state)
 {
-	tpe_t *p = pool_reserving(2, 1, 1);
-	struct tpe__reserve_slot *s = &p->reserve.slots[0];
-	int64_t end;
-	int i, ran[40];
+	static struct tu_tids tids = TU_TIDS_INIT;
+	tpe_attr_t *a = tu_attr_with(&(struct tu_pool_opts){ .core = 2,
+	    .max = 2, .keep_alive = 100 * TU_MS, .on_start = tu_tids_hook,
+	    .thread_hooks_ctx = &tids });
+	int64_t bound = EV_TIMEOUT * (int64_t)tu_time_scale();
+	struct tpe__reserve_slot *s;
+	int i, tries, ran[10];
+	size_t started = 0;
+	tpe_t *p;
+	long owner;
 
 	(void)state;
+	assert_int_equal(tpe_attr_set_reserved_threads(a, 1), 0);
+	assert_int_equal(tpe_create(&p, a), 0);
+	tpe_attr_destroy(a);
+	assert_int_equal(tpe_prestart_core_threads(p, &started), 0);
+	s = &p->reserve.slots[0];
+	if (tu_thread_wait_kind((long)syscall(SYS_gettid)) ==
+	    TU_WAIT_UNKNOWN) {
+		assert_int_equal(tpe_destroy(p), 0);
+		skip(); /* no /proc/self/task/TID/syscall */
+	}
 	__atomic_store_n(&tpe__reserve_spin_ns, 0, __ATOMIC_RELAXED);
-	for (i = 0; i < 40; i++) {
-		struct claimer c = { p, &ran[i], -1 };
+	for (i = 0, tries = 0; i < 10; tries++) {
+		struct claimer c = { p, &ran[i], -1, 0 };
 		pthread_t t;
 
+		assert_true(tries < 100);
 		ran[i] = 0;
-		tpe__mutex_lock(&s->lock);
 		wait_parked(p);
-		assert_int_equal(pthread_create(&t, NULL, claimer_main, &c), 0);
-		end = tu_now_ns() + EV_TIMEOUT * (int64_t)tu_time_scale();
-		while (tpe__reserve_handing(&p->reserve) == 0) {
-			assert_true(tu_now_ns() < end);
-			sched_yield();
+		assert_true(TU_EVENTUALLY((owner = timed_waiter(&tids)) != 0 ||
+		    tpe__reserve_parked(&p->reserve) == 0, bound));
+		tpe__mutex_lock(&s->lock);
+		if (owner == 0 || tpe__reserve_parked(&p->reserve) == 0) {
+			/* It idled out before the lock: again. */
+			tpe__mutex_unlock(&s->lock);
+			continue;
 		}
+		/* Timed out, and back for the lock: still WAITING. */
+		assert_true(TU_EVENTUALLY(tu_thread_wait_kind(owner) ==
+		    TU_WAIT_LOCK, bound));
+		assert_int_equal(tpe__reserve_parked(&p->reserve), 1);
+		assert_int_equal(pthread_create(&t, NULL, claimer_main, &c), 0);
+		assert_true(TU_EVENTUALLY(tpe__reserve_handing(&p->reserve) ==
+		    1 && __atomic_load_n(&c.tid, __ATOMIC_SEQ_CST) != 0 &&
+		    tu_thread_wait_kind(c.tid) == TU_WAIT_LOCK, bound));
 		tpe__mutex_unlock(&s->lock);
 		assert_int_equal(pthread_join(t, NULL), 0);
 		assert_int_equal(c.rc, 0);
 		assert_int_equal(tpe_wait_idle(p, -1), 0);
 		assert_int_equal(tu_load(&ran[i]), 1);
+		i++;
 	}
-	assert_int_equal(tu_stats(p).submitted, 40);
+	assert_int_equal(tu_stats(p).submitted, 10);
 	assert_int_equal(tpe_destroy(p), 0);
 	__atomic_store_n(&tpe__reserve_spin_ns, 20000, __ATOMIC_RELAXED);
 }
@@ -507,7 +554,7 @@ test_reserved_claim_after_shutdown(void **state)
  * a WAITING slot; a claim that is not one atomic step from WAITING to
  * TAKEN lets both win (two tasks handed to one thread, one lost). The
  * test thread only waits, so the two claimers have the two CPUs. Up to
- * 200000 rounds, or 1 s of them (times the time scale).
+ * 5000000 rounds, or 1 s of them (times the time scale).
  */
 struct claim_race {
 	tpe_t *pool;
@@ -576,7 +623,7 @@ claim_leader_main(void *arg)
 	struct tpe__reserve_slot *s = &cr->pool->reserve.slots[0];
 	int round, wins;
 
-	for (round = 1; round <= 200000 && tu_now_ns() < cr->end; round++) {
+	for (round = 1; round <= 5000000 && tu_now_ns() < cr->end; round++) {
 		spin_until(&cr->ready, round, &cr->stop);
 		s->item = NULL;
 		__atomic_store_n(&s->state, 1 /* WAITING */, __ATOMIC_SEQ_CST);

@@ -237,12 +237,13 @@ tu_tids_new_since(struct tu_tids *t, const struct tu_tids *old)
  * How a thread of this process waits, from /proc/self/task/TID/syscall
  * (Linux, glibc): TU_WAIT_UNTIMED when it sleeps in a condition wait with
  * no time-out (a futex FUTEX_WAIT_BITSET without a timeout: a wait only a
- * wake-up ends), TU_WAIT_OTHER when it runs or waits otherwise (with a
- * time-out, on a mutex, in another call), TU_WAIT_GONE when it has
- * exited, TU_WAIT_UNKNOWN when this system cannot tell.
+ * wake-up ends), TU_WAIT_TIMED in one with a time-out, TU_WAIT_LOCK when
+ * it sleeps on a busy mutex (FUTEX_WAIT), TU_WAIT_OTHER when it runs or
+ * waits in another call, TU_WAIT_GONE when it has exited,
+ * TU_WAIT_UNKNOWN when this system cannot tell.
  */
 enum { TU_WAIT_UNKNOWN = -2, TU_WAIT_GONE = -1, TU_WAIT_OTHER = 0,
-    TU_WAIT_UNTIMED = 1 };
+    TU_WAIT_UNTIMED = 1, TU_WAIT_TIMED = 2, TU_WAIT_LOCK = 3 };
 
 static inline int
 tu_thread_wait_kind(long tid)
@@ -264,9 +265,12 @@ tu_thread_wait_kind(long tid)
 		return TU_WAIT_OTHER;
 	if (n != 5)
 		return n == 0 ? TU_WAIT_UNKNOWN : TU_WAIT_OTHER;
-	/* FUTEX_WAIT_BITSET is 9; the private flag is 128. */
-	return nr == SYS_futex && (op & 127) == 9 && timeout == 0 ?
-	    TU_WAIT_UNTIMED : TU_WAIT_OTHER;
+	/* FUTEX_WAIT is 0, FUTEX_WAIT_BITSET 9; the private flag is 128. */
+	if (nr != SYS_futex)
+		return TU_WAIT_OTHER;
+	if ((op & 127) == 9)
+		return timeout == 0 ? TU_WAIT_UNTIMED : TU_WAIT_TIMED;
+	return (op & 127) == 0 && timeout == 0 ? TU_WAIT_LOCK : TU_WAIT_OTHER;
 #else
 	(void)tid;
 	return TU_WAIT_UNKNOWN;
