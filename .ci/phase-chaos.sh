@@ -9,7 +9,8 @@
 #
 # Bounds (environment): CHAOS_SECONDS (default 30) for the chaos stress,
 # LONG_RUN_TASKS (default 10^6, where make check-stress runs 10^7) for the
-# long run, CHAOS_TSAN_SECONDS (default 15) for the TSan run. Prints the figures and, last, "N passed, N failed".
+# long run, CHAOS_TSAN_SECONDS (default 15) for the TSan run. Prints the
+# figures and, last, "N passed, N failed".
 
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"

@@ -30,9 +30,9 @@
 # and run RUNS times (default 1), each bounded by SECONDS (default 60); the
 # file is put back before the next. A mutation is killed when every run
 # failed (a run killed by the bound counts, and says so); with -r, the
-# count of runs that failed is the measure of a test (tries is ignored). First, each named
-# case runs once unmutated and must pass: a case that fails anyway kills
-# nothing. A "from" that is not found exactly once, or a mutated file that
+# count of runs that failed is the measure of a test (tries is ignored).
+# First, each named case runs once unmutated and must pass: a case that
+# fails anyway kills nothing. A "from" that is not found exactly once, or a mutated file that
 # does not compile, is an error: the list must be brought up to date.
 # Prints one line per mutation, the kill rate, and last "N passed, N failed"
 # (killed, and survived or in error); exits non-zero below 100%.
