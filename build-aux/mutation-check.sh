@@ -32,8 +32,9 @@
 # failed (a run killed by the bound counts, and says so); with -r, the
 # count of runs that failed is the measure of a test (tries is ignored).
 # First, each named case runs once unmutated and must pass: a case that
-# fails anyway kills nothing. A "from" that is not found exactly once, or a mutated file that
-# does not compile, is an error: the list must be brought up to date.
+# fails anyway kills nothing. A "from" that is not found exactly once, or
+# a mutated file that does not compile, is an error: the list must be
+# brought up to date.
 # Prints one line per mutation, the kill rate, and last "N passed, N failed"
 # (killed, and survived or in error); exits non-zero below 100%.
 # Naming IDs checks only those.
