@@ -17,7 +17,7 @@ start=$(date +%s)
 
 ci_need gcc make perl coreutils libcmocka-dev
 
-timeout -k 10 "$seconds" build-aux/mutation-check.sh -t 20 \
+timeout -k 10 "$seconds" build-aux/mutation-check.sh -t 15 \
     >_build-mutation.log 2>&1
 status=$?
 cat _build-mutation.log
