@@ -1197,7 +1197,6 @@ test_execute_pool_threads_block_every_async_signal(void **state)
 {
 	struct sigmask_probe worker, reserved;
 	sigset_t empty;
-	tpe_attr_t *a;
 	tpe_t *p;
 
 	(void)state;
@@ -1205,10 +1204,7 @@ test_execute_pool_threads_block_every_async_signal(void **state)
 	pthread_sigmask(SIG_SETMASK, &empty, NULL);
 	tu_latch_init(&worker.done, 1);
 	tu_latch_init(&reserved.done, 1);
-	a = tu_attr_with(&(struct tu_pool_opts){ .core = 1, .max = 3 });
-	assert_int_equal(tpe_attr_set_reserved_threads(a, 1), 0);
-	assert_int_equal(tpe_create(&p, a), 0);
-	tpe_attr_destroy(a);
+	p = tu_pool_reserving(&(struct tu_pool_opts){ .core = 1, .max = 3 }, 1);
 	assert_int_equal(tpe_execute(p, record_sigmask, &worker), 0);
 	tu_latch_wait(&worker.done);
 	assert_blocks_every_async_signal(&worker.mask);

@@ -932,15 +932,11 @@ test_failure_shutdown_refusal_needs_no_memory(void **state)
 static void
 test_failure_try_execute_enomem(void **state)
 {
-	tpe_attr_t *a = tu_attr_with(&(struct tu_pool_opts){ .core = 2,
-	    .max = 2 });
-	tpe_t *pool;
+	tpe_t *pool = tu_pool_reserving(&(struct tu_pool_opts){ .core = 2,
+	    .max = 2 }, 1);
 	int count = 0, rc;
 
 	(void)state;
-	assert_int_equal(tpe_attr_set_reserved_threads(a, 1), 0);
-	assert_int_equal(tpe_create(&pool, a), 0);
-	tpe_attr_destroy(a);
 	assert_int_equal(tpe_prestart_core_threads(pool, NULL), 0);
 	assert_true(TU_EVENTUALLY((tpe__reserve_request(pool),
 	    tu_stats(pool).reserved == 1), TU_WAIT_BOUND));

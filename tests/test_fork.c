@@ -262,16 +262,12 @@ test_fork_child_sees_terminated_pool(void **state)
 static void
 test_fork_try_execute_in_child(void **state)
 {
-	tpe_attr_t *a = tu_attr_with(&(struct tu_pool_opts){ .core = 2,
-	    .max = 2 });
-	tpe_t *pool;
+	tpe_t *pool = tu_pool_reserving(&(struct tu_pool_opts){ .core = 2,
+	    .max = 2 }, 1);
 	int count = 0, crc;
 	pid_t pid;
 
 	(void)state;
-	assert_int_equal(tpe_attr_set_reserved_threads(a, 1), 0);
-	assert_int_equal(tpe_create(&pool, a), 0);
-	tpe_attr_destroy(a);
 	assert_int_equal(tpe_prestart_core_threads(pool, NULL), 0);
 	/* Misses ask for a reserved thread; one parks. */
 	assert_true(TU_EVENTUALLY(tu_stats(pool).reserved == 1 ||

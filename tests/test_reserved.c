@@ -27,14 +27,10 @@
 static tpe_t *
 pool_reserving(size_t threads, int reserved, int64_t keep_alive)
 {
-	tpe_attr_t *a = tu_attr_with(&(struct tu_pool_opts){ .core = threads,
-	    .max = threads, .keep_alive = keep_alive });
-	tpe_t *p;
+	tpe_t *p = tu_pool_reserving(&(struct tu_pool_opts){ .core = threads,
+	    .max = threads, .keep_alive = keep_alive }, reserved);
 	size_t started = 0;
 
-	assert_int_equal(tpe_attr_set_reserved_threads(a, reserved), 0);
-	assert_int_equal(tpe_create(&p, a), 0);
-	tpe_attr_destroy(a);
 	assert_int_equal(tpe_prestart_core_threads(p, &started), 0);
 	return p;
 }
@@ -195,20 +191,16 @@ static void
 test_reserved_hit(void **state)
 {
 	struct threads th = { PTHREAD_MUTEX_INITIALIZER, { 0 }, 0 };
-	tpe_attr_t *a = tu_attr_with(&(struct tu_pool_opts){ .core = 2,
-	    .max = 2, .on_start = record_thread, .thread_hooks_ctx = &th });
+	tpe_t *p = tu_pool_reserving(&(struct tu_pool_opts){ .core = 2,
+	    .max = 2, .on_start = record_thread, .thread_hooks_ctx = &th }, 1);
 	struct tu_latch done, started, release;
 	struct holder h = { { &started, &release, NULL, 0 }, 0 };
 	struct where w = { 0 };
 	struct tpe_stats s;
 	pthread_t other;
 	size_t n = 0;
-	tpe_t *p;
 
 	(void)state;
-	assert_int_equal(tpe_attr_set_reserved_threads(a, 1), 0);
-	assert_int_equal(tpe_create(&p, a), 0);
-	tpe_attr_destroy(a);
 	assert_int_equal(tpe_prestart_core_threads(p, &n), 0);
 	assert_int_equal(n, 2);
 	tu_latch_init(&done, 1);
@@ -285,17 +277,13 @@ test_reserved_all_busy(void **state)
 static void
 test_reserved_only_worker_takes_queue(void **state)
 {
-	tpe_attr_t *a = tu_attr_with(&(struct tu_pool_opts){ .core = 1,
-	    .max = 2 });
+	tpe_t *p = tu_pool_reserving(&(struct tu_pool_opts){ .core = 1,
+	    .max = 2 }, 1);
 	struct tu_latch done;
 	struct where w = { 0 };
 	size_t started = 0;
-	tpe_t *p;
 
 	(void)state;
-	assert_int_equal(tpe_attr_set_reserved_threads(a, 1), 0);
-	assert_int_equal(tpe_create(&p, a), 0);
-	tpe_attr_destroy(a);
 	assert_int_equal(tpe_prestart_core_threads(p, &started), 0);
 	tu_latch_init(&done, 1);
 	w.done = &done;
@@ -444,20 +432,16 @@ static void
 test_reserved_time_out_against_claim(void **state)
 {
 	static struct tu_tids tids = TU_TIDS_INIT;
-	tpe_attr_t *a = tu_attr_with(&(struct tu_pool_opts){ .core = 2,
+	tpe_t *p = tu_pool_reserving(&(struct tu_pool_opts){ .core = 2,
 	    .max = 2, .keep_alive = 100 * TU_MS, .on_start = tu_tids_hook,
-	    .thread_hooks_ctx = &tids });
+	    .thread_hooks_ctx = &tids }, 1);
 	int64_t bound = EV_TIMEOUT * (int64_t)tu_time_scale();
 	struct tpe__reserve_slot *s;
 	int i, tries, ran[10];
 	size_t started = 0;
-	tpe_t *p;
 	long owner;
 
 	(void)state;
-	assert_int_equal(tpe_attr_set_reserved_threads(a, 1), 0);
-	assert_int_equal(tpe_create(&p, a), 0);
-	tpe_attr_destroy(a);
 	assert_int_equal(tpe_prestart_core_threads(p, &started), 0);
 	s = &p->reserve.slots[0];
 	if (tu_thread_wait_kind((long)syscall(SYS_gettid)) ==
@@ -644,15 +628,12 @@ claim_leader_main(void *arg)
 static void
 test_reserved_claimers_one_winner(void **state)
 {
-	tpe_attr_t *a = tu_attr_with(&(struct tu_pool_opts){ .core = 2,
-	    .max = 2 });
 	struct claim_race cr = { 0 };
 	pthread_t leader, follower;
 
 	(void)state;
-	assert_int_equal(tpe_attr_set_reserved_threads(a, 1), 0);
-	assert_int_equal(tpe_create(&cr.pool, a), 0);
-	tpe_attr_destroy(a);
+	cr.pool = tu_pool_reserving(&(struct tu_pool_opts){ .core = 2,
+	    .max = 2 }, 1);
 	cr.end = tu_now_ns() + TU_S * (int64_t)tu_time_scale();
 	assert_int_equal(pthread_create(&follower, NULL, claim_follower_main,
 	    &cr), 0);

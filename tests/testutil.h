@@ -573,6 +573,20 @@ tu_pool_with(const struct tu_pool_opts *o)
 	return p;
 }
 
+/* A pool with the given knobs and `reserved` reservable threads
+ * (tpe_attr_set_reserved_threads); asserts success. */
+static inline tpe_t *
+tu_pool_reserving(const struct tu_pool_opts *o, int reserved)
+{
+	tpe_attr_t *a = tu_attr_with(o);
+	tpe_t *p;
+
+	assert_int_equal(tpe_attr_set_reserved_threads(a, reserved), 0);
+	assert_int_equal(tpe_create(&p, a), 0);
+	tpe_attr_destroy(a);
+	return p;
+}
+
 /* A pool from the most common knobs; asserts success. */
 static inline tpe_t *
 tu_pool(size_t core, size_t max, enum tpe_queue_kind kind, size_t cap,
