@@ -7,8 +7,12 @@
 # from any state of a checkout: ci_srcdir below gives it a tree to
 # configure from. It builds out of tree in its own
 # _build-<name> directory, bounds its own time (timeout(1)), and prints as
-# its last line "N passed, N failed" over the checks it ran; its exit status
-# is non-zero when anything failed. .ci/run adds those counts to the total.
+# its last line "N passed, N failed" over the checks it ran, or
+# "N passed, N failed, N skipped" when it skipped some; its exit status is
+# non-zero when anything failed. .ci/run adds those counts to the total; a
+# phase that prints no such line counts as failed. One check is one thing
+# that could fail on its own: a precondition (a baseline read back, each
+# file of a corpus run in one go) is not a pass of its own.
 #
 # Source this file:  . "$(dirname "$0")/lib.sh"
 
@@ -28,14 +32,16 @@ ci_need() {
 		--no-install-recommends "${missing[@]}" </dev/null >/dev/null
 }
 
-# ci_counts FILE: print "PASS FAIL" from an automake test summary in FILE.
+# ci_counts FILE: print "PASS FAIL SKIP" from an automake test summary in
+# FILE.
 ci_counts() {
 	if [[ -f $1 ]]; then
 		awk '/^# (PASS|XFAIL):/ { p += $3 }
 		     /^# (FAIL|XPASS|ERROR):/ { f += $3 }
-		     END { print p + 0, f + 0 }' "$1"
+		     /^# SKIP:/ { s += $3 }
+		     END { print p + 0, f + 0, s + 0 }' "$1"
 	else
-		echo 0 0
+		echo 0 0 0
 	fi
 }
 

@@ -43,7 +43,7 @@ fi
 
 if [[ -f abi/libtpe.abi ]] && timeout 60 abidiff abi/libtpe.abi abi/libtpe.abi \
 	>/dev/null 2>&1; then
-	ok "abi/libtpe.abi is a readable baseline"
+	echo "abi/libtpe.abi is a readable baseline (a precondition, not a pass)"
 else
 	not_ok "abi/libtpe.abi is missing or unreadable (build-aux/update-abi.sh)"
 	finish

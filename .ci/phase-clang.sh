@@ -38,11 +38,11 @@ grep -E '^# (TOTAL|PASS|SKIP|XFAIL|FAIL|XPASS|ERROR):' "$dir/check.out" || true
 if [[ $ok != yes ]] && [[ -f $dir/test-suite.log ]]; then
 	cat "$dir/test-suite.log"
 fi
-read -r p f < <(ci_counts "$dir/test-suite.log")
+read -r p f s < <(ci_counts "$dir/test-suite.log")
 if [[ $ok != yes ]] && ((f == 0)); then
 	tail -n 40 "$dir/check.out"
 	f=1
 fi
 echo "== phase time $(($(date +%s) - start)) s"
-echo "$p passed, $f failed"
+echo "$p passed, $f failed, $s skipped"
 ((f == 0))

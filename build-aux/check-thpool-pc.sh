@@ -8,9 +8,11 @@
 # the built library, so that its own Cflags and Libs lines are what the
 # compiler gets. examples/thpool_compat.c, which includes only "thpool.h",
 # is built with them and run, and so is C-Thread-Pool's own example.c when
-# it is installed. TPE_CHECK_CC, TPE_CHECK_CFLAGS and TPE_CHECK_LDFLAGS
-# come from make check (with the sanitizer flags, without which a sanitized
-# libtpe cannot be linked).
+# it is installed (Debian: cthreadpool-dev; .ci/run installs it), or,
+# with TPE_REQUIRE_UPSTREAM_EXAMPLE=yes, fails when it is not (CI's debug
+# phase sets it, so that this check cannot skip everywhere). TPE_CHECK_CC,
+# TPE_CHECK_CFLAGS and TPE_CHECK_LDFLAGS come from make check (with the
+# sanitizer flags, without which a sanitized libtpe cannot be linked).
 
 set -u
 top_srcdir=${top_srcdir:-.}
@@ -61,7 +63,10 @@ else
 	echo "not ok 2 - thpool_compat exits with status $?"
 	exit 1
 fi
-if test -z "$upstream"; then
+if test -z "$upstream" && test "${TPE_REQUIRE_UPSTREAM_EXAMPLE:-}" = yes; then
+	echo "not ok 3 - C-Thread-Pool's example.c is not installed (cthreadpool-dev)"
+	exit 1
+elif test -z "$upstream"; then
 	echo "ok 3 # SKIP C-Thread-Pool's example.c not installed (cthreadpool-dev)"
 elif $CC ${TPE_CHECK_CFLAGS:-} -w -o "$tmp/example" "$upstream" $flags \
     ${TPE_CHECK_LDFLAGS:-} >&2 &&

@@ -1158,6 +1158,65 @@ test_execute_workers_block_async_signals(void **state)
 	tu_latch_destroy(&sp.done);
 }
 
+/*
+ * Every signal the library's threads must block, tested one by one: all
+ * but the synchronous ones (they reach the thread that caused them),
+ * SIGKILL and SIGSTOP (which cannot be blocked) and the ones the C
+ * library keeps for itself (between 32 and SIGRTMIN).
+ */
+static bool
+is_async_signal(int sig)
+{
+	switch (sig) {
+	case SIGSEGV: case SIGBUS: case SIGFPE: case SIGILL: case SIGTRAP:
+	case SIGSYS: case SIGABRT: case SIGKILL: case SIGSTOP:
+		return false;
+	default:
+		return sig < 32 || (sig >= SIGRTMIN && sig <= SIGRTMAX);
+	}
+}
+
+static void
+assert_blocks_every_async_signal(const sigset_t *mask)
+{
+	int sig;
+
+	for (sig = 1; sig <= SIGRTMAX; sig++) {
+		if (is_async_signal(sig) && sigismember(mask, sig) != 1)
+			fail_msg("signal %d (%s) is not blocked", sig,
+			    strsignal(sig));
+	}
+	assert_int_equal(sigismember(mask, SIGSEGV), 0);
+}
+
+/* The same for each kind of thread a pool starts: a worker (started by
+ * tpe_execute) and a reserved thread (asked for by tpe_try_execute's
+ * misses, then handed the probe). */
+static void
+test_execute_pool_threads_block_every_async_signal(void **state)
+{
+	struct sigmask_probe worker, reserved;
+	sigset_t empty;
+	tpe_t *p;
+
+	(void)state;
+	sigemptyset(&empty);
+	pthread_sigmask(SIG_SETMASK, &empty, NULL);
+	tu_latch_init(&worker.done, 1);
+	tu_latch_init(&reserved.done, 1);
+	p = tu_pool_reserving(&(struct tu_pool_opts){ .core = 1, .max = 3 }, 1);
+	assert_int_equal(tpe_execute(p, record_sigmask, &worker), 0);
+	tu_latch_wait(&worker.done);
+	assert_blocks_every_async_signal(&worker.mask);
+	assert_true(TU_EVENTUALLY(tpe_try_execute(p, record_sigmask,
+	    &reserved) == 0, TU_WAIT_BOUND));
+	tu_latch_wait(&reserved.done);
+	assert_blocks_every_async_signal(&reserved.mask);
+	assert_int_equal(tpe_destroy(p), 0);
+	tu_latch_destroy(&worker.done);
+	tu_latch_destroy(&reserved.done);
+}
+
 /* ---- the lock-free offer (unbounded queue, queue-first) ---------------- */
 
 /* Counts the tasks that ran; the submitter waits for a given count. */
@@ -1388,6 +1447,7 @@ main(void)
 		cmocka_unit_test(test_execute_pause_running_task_finishes),
 		cmocka_unit_test(test_execute_pause_errors),
 		cmocka_unit_test(test_execute_workers_block_async_signals),
+		cmocka_unit_test(test_execute_pool_threads_block_every_async_signal),
 		cmocka_unit_test(test_execute_lockfree_offer_races_keep_alive),
 		cmocka_unit_test(test_execute_lockfree_offer_wakes_sleepers),
 		cmocka_unit_test(test_execute_lockfree_offer_keeps_order),

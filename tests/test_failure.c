@@ -20,6 +20,7 @@
 
 #include "node.h"
 #include "pool.h"
+#include "reserved.h"
 #include "sync.h"
 #include "worker.h"
 
@@ -907,7 +908,7 @@ static void
 create_error_is_eagain(int err)
 {
 	tpe_t *pool = tu_pool(1, 1, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
-	tpe_future_t *f = NULL;
+	tpe_future_t *f = TU_SENTINEL; /* "not written", told from NULL */
 	size_t started = 99;
 	int count = 0, rc_ex, rc_sub, rc_pre;
 
@@ -920,7 +921,7 @@ create_error_is_eagain(int err)
 	create_errno = EAGAIN;
 	assert_int_equal(rc_ex, EAGAIN);
 	assert_int_equal(rc_sub, EAGAIN);
-	assert_null(f);
+	assert_ptr_equal(f, TU_SENTINEL);
 	assert_int_equal(rc_pre, EAGAIN);
 	assert_int_equal(started, 0);
 	assert_pool_empty(pool);
@@ -943,7 +944,7 @@ static void
 test_failure_shutdown_refusal_needs_no_memory(void **state)
 {
 	tpe_t *pool = tu_pool(1, 1, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
-	tpe_future_t *f = NULL;
+	tpe_future_t *f = TU_SENTINEL;
 	int count = 0, rc_ex, rc_sub;
 
 	(void)state;
@@ -954,7 +955,39 @@ test_failure_shutdown_refusal_needs_no_memory(void **state)
 	fault_disarm(&malloc_fault);
 	assert_int_equal(rc_sub, ECANCELED);
 	assert_int_equal(rc_ex, ECANCELED);
-	assert_null(f);
+	assert_ptr_equal(f, TU_SENTINEL);
+	assert_int_equal(tpe_destroy(pool), 0);
+}
+
+/* ---- tpe_try_execute without memory ----------------------------------- */
+
+/*
+ * A reserved thread is parked, but the task's node cannot be allocated:
+ * ENOMEM (tpe_try_execute(3)), nothing counted, nothing run, and the
+ * thread stays parked for the next call. The pool has run no task, so
+ * no node comes back from its return stack (lib/node.c), and fault_arm
+ * empties this thread's cache: the call must allocate.
+ */
+static void
+test_failure_try_execute_enomem(void **state)
+{
+	tpe_t *pool = tu_pool_reserving(&(struct tu_pool_opts){ .core = 2,
+	    .max = 2 }, 1);
+	int count = 0, rc;
+
+	(void)state;
+	assert_int_equal(tpe_prestart_core_threads(pool, NULL), 0);
+	assert_true(TU_EVENTUALLY((tpe__reserve_request(pool),
+	    tu_stats(pool).reserved == 1), TU_WAIT_BOUND));
+	fault_arm(&malloc_fault, 0, -1, false);
+	rc = tpe_try_execute(pool, tu_count_fn, &count);
+	fault_disarm(&malloc_fault);
+	assert_int_equal(rc, ENOMEM);
+	assert_int_equal(tu_stats(pool).submitted, 0);
+	assert_int_equal(tu_stats(pool).reserved, 1);
+	assert_int_equal(tpe_try_execute(pool, tu_count_fn, &count), 0);
+	assert_int_equal(tpe_wait_idle(pool, -1), 0);
+	assert_int_equal(tu_load(&count), 1);
 	assert_int_equal(tpe_destroy(pool), 0);
 }
 
@@ -1114,6 +1147,7 @@ main(void)
 		cmocka_unit_test(test_failure_wait_idle_woken_when_start_fails),
 		cmocka_unit_test(test_failure_create_error_is_eagain),
 		cmocka_unit_test(test_failure_shutdown_refusal_needs_no_memory),
+		cmocka_unit_test(test_failure_try_execute_enomem),
 		cmocka_unit_test(test_failure_worker_exits_before_its_id_is_stored),
 		cmocka_unit_test(test_failure_per_worker_create_eagain),
 	};

@@ -256,6 +256,46 @@ test_fork_child_sees_terminated_pool(void **state)
 	assert_int_equal(crc, 0);
 }
 
+/*
+ * tpe_try_execute in the child of a pool with a reserved thread parked:
+ * ECANCELED (tpe_try_execute(3)), not EAGAIN, and the task never runs;
+ * in the parent the parked thread is still there.
+ */
+static void
+test_fork_try_execute_in_child(void **state)
+{
+	tpe_t *pool = tu_pool_reserving(&(struct tu_pool_opts){ .core = 2,
+	    .max = 2 }, 1);
+	int count = 0, crc;
+	pid_t pid;
+
+	(void)state;
+	assert_int_equal(tpe_prestart_core_threads(pool, NULL), 0);
+	/* Misses ask for a reserved thread; one parks. */
+	assert_true(TU_EVENTUALLY(tu_stats(pool).reserved == 1 ||
+	    (tpe_try_execute(pool, tu_nop_fn, NULL), false), TU_WAIT_BOUND));
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int rc = 0;
+
+		tu_time_bound(5);
+		if (tpe_try_execute(pool, tu_count_fn, &count) != ECANCELED)
+			rc = 1;
+		else if (tpe_try_execute(pool, NULL, &count) != EINVAL)
+			rc = 2;
+		else if (count != 0)
+			rc = 3;
+		_exit(rc);
+	}
+	crc = child_status(pid);
+	assert_true(TU_EVENTUALLY(tpe_try_execute(pool, tu_count_fn,
+	    &count) == 0, TU_WAIT_BOUND));
+	assert_int_equal(tpe_destroy(pool), 0);
+	assert_int_equal(tu_load(&count), 1);
+	assert_int_equal(crc, 0);
+}
+
 /* Pools in every state at the fork: fresh, idle workers, shut down, terminated. */
 static void
 test_fork_pools_in_every_state(void **state)
@@ -883,6 +923,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fork_child_sees_terminated_pool),
+		cmocka_unit_test(test_fork_try_execute_in_child),
 		cmocka_unit_test(test_fork_pools_in_every_state),
 		cmocka_unit_test(test_fork_without_any_pool),
 		cmocka_unit_test(test_fork_twice),

@@ -19,6 +19,26 @@ pool_size(tpe_t *p)
 	return tu_stats(p).pool_size;
 }
 
+/*
+ * The pool keeps n threads however long it stays idle: not a wait of some
+ * keep-alive periods (a slow machine may not cover them: the check would
+ * pass for the wrong reason), but the state that makes it so: n of the
+ * pool's threads live, each asleep in a wait without a time-out
+ * (tu_tids_wait_untimed). Where the system cannot tell, the lower-bound
+ * wait of old.
+ */
+static void
+assert_stays(tpe_t *p, struct tu_tids *t, size_t n)
+{
+	if (tu_tids_wait_untimed(t, n) < 0) {
+		tu_sleep_ns(50 * TU_MS);
+	} else {
+		assert_true(TU_EVENTUALLY(tu_tids_wait_untimed(t, n) == 1,
+		    EV_TIMEOUT));
+	}
+	assert_int_equal(pool_size(p), n);
+}
+
 static void
 check_sizes(tpe_t *p, size_t core, size_t max)
 {
@@ -223,9 +243,11 @@ static void
 test_resize_allow_core_timeout_true(void **state)
 {
 	static int count;
+	static struct tu_tids tids = TU_TIDS_INIT;
 	tpe_t *p = tu_pool_with(&(struct tu_pool_opts){ .core = 2, .max = 10,
 	    .keep_alive = 10 * TU_MS, .allow_core_timeout = true,
-	    .queue = TPE_QUEUE_BOUNDED, .capacity = 10 });
+	    .queue = TPE_QUEUE_BOUNDED, .capacity = 10,
+	    .on_start = tu_tids_hook, .thread_hooks_ctx = &tids });
 	int64_t t0;
 
 	(void)state;
@@ -242,8 +264,7 @@ test_resize_allow_core_timeout_true(void **state)
 	assert_int_equal(tpe_set_allow_core_timeout(p, false), 0);
 	assert_int_equal(tpe_execute(p, tu_count_fn, &count), 0);
 	assert_true(TU_EVENTUALLY(tu_stats(p).completed == 3, EV_TIMEOUT));
-	tu_sleep_ns(50 * TU_MS); /* lower-bound wait: 5 keep-alive periods */
-	assert_int_equal(pool_size(p), 1);
+	assert_stays(p, &tids, 1);
 	assert_int_equal(tpe_destroy(p), 0);
 }
 
@@ -251,17 +272,18 @@ static void
 test_resize_allow_core_timeout_false(void **state)
 {
 	static int count;
+	static struct tu_tids tids = TU_TIDS_INIT;
 	tpe_t *p = tu_pool_with(&(struct tu_pool_opts){ .core = 2, .max = 10,
 	    .keep_alive = 10 * TU_MS, .queue = TPE_QUEUE_BOUNDED,
-	    .capacity = 10 });
+	    .capacity = 10, .on_start = tu_tids_hook,
+	    .thread_hooks_ctx = &tids });
 
 	(void)state;
 	count = 0;
 	assert_int_equal(tpe_execute(p, tu_count_fn, &count), 0);
 	assert_int_equal(tpe_execute(p, tu_count_fn, &count), 0);
 	assert_true(TU_EVENTUALLY(tu_stats(p).completed == 2, EV_TIMEOUT));
-	tu_sleep_ns(50 * TU_MS); /* lower-bound wait: 5 keep-alive periods */
-	assert_int_equal(pool_size(p), 2);
+	assert_stays(p, &tids, 2);
 	/* Switching it on at run time: the idle core threads time out. */
 	assert_int_equal(tpe_set_allow_core_timeout(p, true), 0);
 	assert_true(TU_EVENTUALLY(pool_size(p) == 0, EV_TIMEOUT));
@@ -275,8 +297,10 @@ static void
 test_resize_timeout_shrink_to_core(void **state)
 {
 	static struct tu_saturation sat;
+	static struct tu_tids tids = TU_TIDS_INIT;
 	tpe_t *p = tu_pool_with(&(struct tu_pool_opts){ .core = 4, .max = 8,
-	    .keep_alive = 10 * TU_MS, .queue = TPE_QUEUE_HANDOFF });
+	    .keep_alive = 10 * TU_MS, .queue = TPE_QUEUE_HANDOFF,
+	    .on_start = tu_tids_hook, .thread_hooks_ctx = &tids });
 	int round;
 
 	(void)state;
@@ -286,9 +310,8 @@ test_resize_timeout_shrink_to_core(void **state)
 		tu_unsaturate(&sat);
 		assert_true(TU_EVENTUALLY(pool_size(p) <= 4, EV_TIMEOUT));
 		assert_int_equal(pool_size(p), 4);
-		/* Several keep-alive periods later: still exactly core. */
-		tu_sleep_ns(60 * TU_MS);
-		assert_int_equal(pool_size(p), 4);
+		/* And it stays exactly core. */
+		assert_stays(p, &tids, 4);
 		assert_true(TU_EVENTUALLY(tu_stats(p).idle == 4, EV_TIMEOUT));
 		tu_saturation_destroy(&sat);
 	}
@@ -351,19 +374,19 @@ static void
 test_resize_lower_core_idle_workers_exit(void **state)
 {
 	static struct tu_saturation sat;
+	static struct tu_tids tids = TU_TIDS_INIT;
 	tpe_t *p = tu_pool_with(&(struct tu_pool_opts){ .core = 4, .max = 4,
-	    .keep_alive = 10 * TU_MS });
+	    .keep_alive = 10 * TU_MS, .on_start = tu_tids_hook,
+	    .thread_hooks_ctx = &tids });
 
 	(void)state;
 	tu_saturate(p, 4, 0, &sat);
 	tu_unsaturate(&sat);
 	assert_true(TU_EVENTUALLY(tu_stats(p).idle == 4, EV_TIMEOUT));
-	tu_sleep_ns(30 * TU_MS); /* core threads: no keep-alive expiry */
-	assert_int_equal(pool_size(p), 4);
+	assert_stays(p, &tids, 4); /* core threads: no keep-alive expiry */
 	assert_int_equal(tpe_set_pool_size(p, 1, 4), 0);
 	assert_true(TU_EVENTUALLY(pool_size(p) == 1, EV_TIMEOUT));
-	tu_sleep_ns(30 * TU_MS);
-	assert_int_equal(pool_size(p), 1);
+	assert_stays(p, &tids, 1);
 	assert_int_equal(tpe_destroy(p), 0);
 	tu_saturation_destroy(&sat);
 }

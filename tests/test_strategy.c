@@ -1610,7 +1610,7 @@ static void
 test_strategy_bad_input(void **state)
 {
 	tpe_t *pool = strategy_pool(1, 0, (struct tu_pool_opts){ 0 });
-	struct tpe_strategy_stats st;
+	struct tpe_strategy_stats st, pattern;
 	uint64_t small[2];
 	struct feed f;
 	tpe_strategy_t *s = NULL, *keep = (tpe_strategy_t *)&f;
@@ -1635,15 +1635,22 @@ test_strategy_bad_input(void **state)
 	assert_ptr_equal(s, keep); /* untouched on failure */
 	assert_int_equal(tpe_strategy_produce(NULL), EINVAL);
 	assert_int_equal(tpe_strategy_dispatch(NULL), EINVAL);
+	/* EINVAL writes nothing (tpe_strategy_get_stats(3)): the struct
+	 * keeps a pattern the library never writes. */
+	memset(&st, 0xa5, sizeof(st));
+	memcpy(&pattern, &st, sizeof(st));
 	assert_int_equal(tpe_strategy_get_stats(NULL, &st, sizeof(st)),
 	    EINVAL);
+	assert_memory_equal(&st, &pattern, sizeof(st));
 	assert_int_equal(tpe_strategy_destroy(NULL), EINVAL);
 
 	s = new_strategy(pool, &f, TPE_STRATEGY_ADAPTIVE);
 	assert_int_equal(tpe_strategy_get_stats(s, NULL, sizeof(st)), EINVAL);
 	assert_int_equal(tpe_strategy_get_stats(s, &st, 0), EINVAL);
+	assert_memory_equal(&st, &pattern, sizeof(st));
 	assert_int_equal(tpe_strategy_get_stats(s, &st, sizeof(uint64_t) - 1),
 	    EINVAL);
+	assert_memory_equal(&st, &pattern, sizeof(st));
 
 	/* An unknown task type counts as BLOCKING (PEC here); a task with
 	 * no function is skipped and not counted. */

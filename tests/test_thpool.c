@@ -13,11 +13,13 @@
  */
 #define _GNU_SOURCE /* pthread_getname_np */
 #include <dirent.h>
+#include <sched.h>
 #include <string.h>
 
 #include "testutil.h"
 #include "fault.h"
 
+#include "pool.h"
 #include "thpool.h"
 
 /* ---- failure injection (tests/fault.h) ------------------------------- */
@@ -34,20 +36,22 @@ __wrap_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
 /* ---- helpers ---------------------------------------------------------- */
 
 /* This process's threads, or -1 where /proc/self/task cannot tell. */
-static long
-thread_count(void)
-{
-	DIR *d = opendir("/proc/self/task");
-	struct dirent *e;
-	long n = 0;
+#define thread_count tu_thread_count
 
-	if (d == NULL)
-		return -1;
-	while ((e = readdir(d)) != NULL)
-		if (e->d_name[0] != '.')
-			n++;
-	closedir(d);
-	return n;
+/*
+ * Asserts that every thread in t sleeps in a wait without a time-out, so
+ * that a job still queued is not merely "not run yet": nothing runs it
+ * until someone wakes them (tu_tids_wait_untimed). Where this system
+ * cannot tell, nothing is asserted.
+ */
+static void
+assert_all_asleep(struct tu_tids *t)
+{
+	if (tu_tids_wait_untimed(t, t->n) < 0)
+		return;
+	assert_true(t->n > 0); /* thpool_init started its threads */
+	assert_true(TU_EVENTUALLY(tu_tids_wait_untimed(t, t->n) == 1,
+	    TU_WAIT_BOUND));
 }
 
 /* Asserts that the threads thpool_init started are gone (joined). */
@@ -468,10 +472,15 @@ test_thpool_num_threads_working_counts_held_jobs(void **state)
 static void
 test_thpool_pause_is_per_pool(void **state)
 {
-	threadpool a = thpool_init(2), b = thpool_init(2);
+	static struct tu_tids before = TU_TIDS_INIT, of_a = TU_TIDS_INIT;
+	threadpool a, b;
 	int ran_a = 0, ran_b = 0;
 
 	(void)state;
+	tu_tids_new_since(&before, NULL);
+	a = thpool_init(2);
+	tu_tids_new_since(&of_a, &before);
+	b = thpool_init(2);
 	assert_non_null(a);
 	assert_non_null(b);
 	thpool_pause(a);
@@ -480,13 +489,16 @@ test_thpool_pause_is_per_pool(void **state)
 	assert_int_equal(thpool_add_work(b, tu_count_fn, &ran_b), 0);
 	thpool_wait(b);
 	assert_int_equal(tu_load(&ran_b), 1);
-	/* b ran; a's job is still queued: a is paused. */
+	/* b ran; a's job is still queued, and a's threads sleep: a is
+	 * paused. */
+	assert_all_asleep(&of_a);
 	assert_int_equal(tu_load(&ran_a), 0);
 	/* Resuming b (not paused) does not resume a. */
 	thpool_resume(b);
 	assert_int_equal(thpool_add_work(b, tu_count_fn, &ran_b), 0);
 	thpool_wait(b);
 	assert_int_equal(tu_load(&ran_b), 2);
+	assert_all_asleep(&of_a);
 	assert_int_equal(tu_load(&ran_a), 0);
 	thpool_resume(a);
 	thpool_wait(a);
@@ -500,11 +512,15 @@ test_thpool_pause_is_per_pool(void **state)
 static void
 test_thpool_pause_lets_running_job_finish(void **state)
 {
-	threadpool tp = thpool_init(1);
+	static struct tu_tids before = TU_TIDS_INIT, of_tp = TU_TIDS_INIT;
+	threadpool tp;
 	struct held h;
 	int ran = 0;
 
 	(void)state;
+	tu_tids_new_since(&before, NULL);
+	tp = thpool_init(1);
+	tu_tids_new_since(&of_tp, &before);
 	assert_non_null(tp);
 	hold(tp, &h, 1);
 	assert_int_equal(thpool_add_work(tp, tu_count_fn, &ran), 0);
@@ -513,6 +529,8 @@ test_thpool_pause_lets_running_job_finish(void **state)
 	tu_latch_wait(&h.done);
 	assert_true(TU_EVENTUALLY(thpool_num_threads_working(tp) == 0,
 	    TU_WAIT_BOUND));
+	/* Its thread went to sleep with the job queued: paused, not late. */
+	assert_all_asleep(&of_tp);
 	assert_int_equal(tu_load(&ran), 0);
 	thpool_resume(tp);
 	thpool_wait(tp);
@@ -580,8 +598,27 @@ destroyer_main(void *arg)
 	return NULL;
 }
 
-/* The running job finishes before thpool_destroy returns; the memory of
- * the queued jobs is freed (LeakSanitizer). */
+/*
+ * The held job returns only once its pool is shut down (white-box: the
+ * worker's pool), so thpool_destroy has dropped the queue by then: the
+ * state is built, and no queued job may run.
+ */
+static void
+hold_until_shutdown_fn(void *arg)
+{
+	struct held *h = arg;
+	int64_t end;
+
+	tu_latch_count_down(&h->started);
+	tu_latch_wait(&h->release);
+	end = tu_now_ns() + TU_WAIT_BOUND * (int64_t)tu_time_scale();
+	while (!tpe_is_shutdown(tpe__tls_worker_pool) && tu_now_ns() < end)
+		sched_yield();
+	tu_latch_count_down(&h->done);
+}
+
+/* The running job finishes before thpool_destroy returns, and the queued
+ * jobs are dropped, never run; their memory is freed (LeakSanitizer). */
 static void
 test_thpool_destroy_waits_for_running_job(void **state)
 {
@@ -595,14 +632,16 @@ test_thpool_destroy_waits_for_running_job(void **state)
 	(void)state;
 	assert_non_null(d.tp);
 	d.h = &h;
-	hold(d.tp, &h, 1);
+	held_init(&h, 1);
+	assert_int_equal(thpool_add_work(d.tp, hold_until_shutdown_fn, &h), 0);
+	tu_latch_wait(&h.started);
 	for (i = 0; i < 20; i++)
 		assert_int_equal(thpool_add_work(d.tp, tu_count_fn, &ran), 0);
 	assert_int_equal(pthread_create(&t, NULL, destroyer_main, &d), 0);
 	held_release(&h);
 	assert_int_equal(pthread_join(t, NULL), 0);
 	assert_int_equal(d.job_done_when_back, 1);
-	assert_true(tu_load(&ran) <= 20);
+	assert_int_equal(tu_load(&ran), 0);
 	held_destroy(&h);
 	assert_threads_back_to(before);
 }

@@ -14,6 +14,7 @@
 #include "config.h"
 #endif
 
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <semaphore.h>
@@ -24,6 +25,8 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -52,10 +55,47 @@ tu_time_scale(void)
 	return *end == '\0' && v <= 1000 ? (unsigned)v : 1;
 }
 
+/*
+ * It also applies TPE_TEST_FILTER, a cmocka glob over the case names
+ * (build-aux/mutation-check.sh runs one case of a binary with it).
+ */
 static inline void
 tu_time_bound(unsigned seconds)
 {
+	const char *filter = getenv("TPE_TEST_FILTER");
+
+	if (filter != NULL && *filter != '\0')
+		cmocka_set_test_filter(filter);
 	alarm((seconds ? seconds : TU_TIME_BOUND_S) * tu_time_scale());
+}
+
+/*
+ * A value an out-parameter starts from, so that "not written" is told
+ * apart from "wrote NULL": a call that must not write leaves it equal to
+ * TU_SENTINEL. Never dereferenced.
+ */
+static char tu_sentinel_ __attribute__((unused));
+#define TU_SENTINEL ((void *)&tu_sentinel_)
+
+/*
+ * The number of threads in this process (the entries of /proc/self/task),
+ * or -1 where there is no /proc: a test that counts the threads a call
+ * started or joined skips itself then.
+ */
+static inline long
+tu_thread_count(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	long n = 0;
+
+	if (d == NULL)
+		return -1;
+	while ((e = readdir(d)) != NULL)
+		if (e->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n;
 }
 
 /*
@@ -89,6 +129,180 @@ tu_sleep_ns(int64_t ns)
 
 	while (nanosleep(&ts, &ts) == EINTR)
 		;
+}
+
+/*
+ * A thread of this process as the kernel sees it (Linux /proc): its
+ * context switches so far, voluntary and not (each wake-up of a sleeping
+ * thread is one), and its state letter ('S' asleep, 'R' running). -1 and
+ * '?' where /proc cannot tell. Tests count wake-ups with them instead of
+ * measuring CPU time.
+ */
+static inline long
+tu_thread_switches(long tid)
+{
+	char path[64], line[128];
+	long n = 0, v;
+	int found = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%ld/status", tid);
+	if ((f = fopen(path, "r")) == NULL)
+		return -1;
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (sscanf(line, "voluntary_ctxt_switches: %ld", &v) == 1 ||
+		    sscanf(line, "nonvoluntary_ctxt_switches: %ld", &v) == 1) {
+			n += v;
+			found++;
+		}
+	fclose(f);
+	return found == 2 ? n : -1;
+}
+
+static inline char
+tu_thread_state(long tid)
+{
+	char path[64], buf[256], *p, c = '?';
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%ld/stat", tid);
+	if ((f = fopen(path, "r")) == NULL)
+		return c;
+	/* "tid (name) S ...": the name may hold spaces and parentheses. */
+	if (fgets(buf, sizeof(buf), f) != NULL &&
+	    (p = strrchr(buf, ')')) != NULL && p[1] == ' ')
+		c = p[2];
+	fclose(f);
+	return c;
+}
+
+/*
+ * The threads a pool started, recorded by its on_start hook:
+ *
+ *	struct tu_tids tids = TU_TIDS_INIT;
+ *	p = tu_pool_with(&(struct tu_pool_opts){ ...,
+ *	    .on_start = tu_tids_hook, .thread_hooks_ctx = &tids });
+ */
+#define TU_TIDS_MAX 64
+struct tu_tids {
+	pthread_mutex_t lock;
+	long tid[TU_TIDS_MAX];
+	size_t n;
+};
+#define TU_TIDS_INIT { PTHREAD_MUTEX_INITIALIZER, { 0 }, 0 }
+
+static inline void
+tu_tids_hook(tpe_t *pool, void *ctx)
+{
+	struct tu_tids *t = ctx;
+
+	(void)pool;
+	pthread_mutex_lock(&t->lock);
+	if (t->n < TU_TIDS_MAX)
+		t->tid[t->n++] = (long)syscall(SYS_gettid);
+	pthread_mutex_unlock(&t->lock);
+}
+
+/*
+ * The threads of this process that are not in `old` (the threads that a
+ * call such as thpool_init started, where no hook can record them), or
+ * false where there is no /proc.
+ */
+static inline bool
+tu_tids_new_since(struct tu_tids *t, const struct tu_tids *old)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	size_t i;
+	long tid;
+
+	t->n = 0;
+	if (d == NULL)
+		return false;
+	while ((e = readdir(d)) != NULL) {
+		if (e->d_name[0] == '.')
+			continue;
+		tid = strtol(e->d_name, NULL, 10);
+		for (i = 0; old != NULL && i < old->n; i++)
+			if (old->tid[i] == tid)
+				break;
+		if ((old == NULL || i == old->n) && t->n < TU_TIDS_MAX)
+			t->tid[t->n++] = tid;
+	}
+	closedir(d);
+	return true;
+}
+
+/*
+ * How a thread of this process waits, from /proc/self/task/TID/syscall
+ * (Linux, glibc): TU_WAIT_UNTIMED when it sleeps in a condition wait with
+ * no time-out (a futex FUTEX_WAIT_BITSET without a timeout: a wait only a
+ * wake-up ends), TU_WAIT_TIMED in one with a time-out, TU_WAIT_LOCK when
+ * it sleeps on a busy mutex (FUTEX_WAIT), TU_WAIT_OTHER when it runs or
+ * waits in another call, TU_WAIT_GONE when it has exited,
+ * TU_WAIT_UNKNOWN when this system cannot tell.
+ */
+enum { TU_WAIT_UNKNOWN = -2, TU_WAIT_GONE = -1, TU_WAIT_OTHER = 0,
+    TU_WAIT_UNTIMED = 1, TU_WAIT_TIMED = 2, TU_WAIT_LOCK = 3 };
+
+static inline int
+tu_thread_wait_kind(long tid)
+{
+#if defined(__linux__) && defined(SYS_futex)
+	char path[64], buf[256];
+	unsigned long nr, uaddr, op, val, timeout;
+	FILE *f;
+	int n;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%ld/syscall", tid);
+	if ((f = fopen(path, "r")) == NULL)
+		return errno == ENOENT && access("/proc/self/task", F_OK) == 0 ?
+		    TU_WAIT_GONE : TU_WAIT_UNKNOWN;
+	n = fgets(buf, sizeof(buf), f) != NULL ? sscanf(buf,
+	    "%lu %lx %lx %lx %lx", &nr, &uaddr, &op, &val, &timeout) : 0;
+	fclose(f);
+	if (n == 0 && strncmp(buf, "running", 7) == 0)
+		return TU_WAIT_OTHER;
+	if (n != 5)
+		return n == 0 ? TU_WAIT_UNKNOWN : TU_WAIT_OTHER;
+	/* FUTEX_WAIT is 0, FUTEX_WAIT_BITSET 9; the private flag is 128. */
+	if (nr != SYS_futex)
+		return TU_WAIT_OTHER;
+	if ((op & 127) == 9)
+		return timeout == 0 ? TU_WAIT_UNTIMED : TU_WAIT_TIMED;
+	return (op & 127) == 0 && timeout == 0 ? TU_WAIT_LOCK : TU_WAIT_OTHER;
+#else
+	(void)tid;
+	return TU_WAIT_UNKNOWN;
+#endif
+}
+
+/*
+ * Whether exactly `n` of the recorded threads live, each asleep in a wait
+ * without a time-out: then none of them can leave on a keep-alive, however
+ * long the test waited. -1 when this system cannot tell.
+ */
+static inline int
+tu_tids_wait_untimed(struct tu_tids *t, size_t n)
+{
+	size_t i, live = 0;
+	int k, all = 1;
+
+	pthread_mutex_lock(&t->lock);
+	for (i = 0; i < t->n; i++) {
+		k = tu_thread_wait_kind(t->tid[i]);
+		if (k == TU_WAIT_UNKNOWN) {
+			pthread_mutex_unlock(&t->lock);
+			return -1;
+		}
+		if (k == TU_WAIT_GONE)
+			continue;
+		live++;
+		if (k != TU_WAIT_UNTIMED)
+			all = 0;
+	}
+	pthread_mutex_unlock(&t->lock);
+	return all && live == n;
 }
 
 #define TU_MS (INT64_C(1000000))
@@ -354,6 +568,20 @@ tu_pool_with(const struct tu_pool_opts *o)
 	tpe_attr_t *a = tu_attr_with(o);
 	tpe_t *p;
 
+	assert_int_equal(tpe_create(&p, a), 0);
+	tpe_attr_destroy(a);
+	return p;
+}
+
+/* A pool with the given knobs and `reserved` reservable threads
+ * (tpe_attr_set_reserved_threads); asserts success. */
+static inline tpe_t *
+tu_pool_reserving(const struct tu_pool_opts *o, int reserved)
+{
+	tpe_attr_t *a = tu_attr_with(o);
+	tpe_t *p;
+
+	assert_int_equal(tpe_attr_set_reserved_threads(a, reserved), 0);
 	assert_int_equal(tpe_create(&p, a), 0);
 	tpe_attr_destroy(a);
 	return p;
