@@ -23,6 +23,9 @@
 
 #define EV_TIMEOUT (10 * TU_S)
 
+/* The paused flag white-box hand-offs pass (tpe__reserve_hand). */
+static const bool not_paused = false;
+
 /* A pool of `threads` prestarted workers, `reserved` of them reservable. */
 static tpe_t *
 pool_reserving(size_t threads, int reserved, int64_t keep_alive)
@@ -518,7 +521,7 @@ test_reserved_claim_after_shutdown(void **state)
 	park_reserved(p, 1);
 	t = tpe__task_new(p, tu_count_fn, &count, NULL, &token);
 	assert_non_null(t);
-	assert_false(tpe__reserve_hand(&p->reserve, t, &shut, &cancelled));
+	assert_false(tpe__reserve_hand(&p->reserve, t, &shut, &not_paused, &cancelled));
 	assert_true(cancelled);
 	tpe__task_free(p, t);
 	/* The thread got nothing, ran nothing, and parks again. */
@@ -531,7 +534,8 @@ test_reserved_claim_after_shutdown(void **state)
 	t = tpe__task_new(p, tu_count_fn, &count, NULL, &token);
 	assert_non_null(t);
 	cancelled = true;
-	assert_true(tpe__reserve_hand(&p->reserve, t, &p->state, &cancelled));
+	assert_true(tpe__reserve_hand(&p->reserve, t, &p->state, &p->paused,
+	    &cancelled));
 	assert_false(cancelled);
 	assert_int_equal(tpe_wait_idle(p, -1), 0);
 	assert_int_equal(tu_load(&count), 2);
@@ -575,7 +579,8 @@ claim_once(tpe_t *pool)
 	t = tpe__task_new(pool, tu_count_fn, &count, NULL, &token);
 	if (t == NULL)
 		return false;
-	won = tpe__reserve_hand(&pool->reserve, t, &running, &cancelled);
+	won = tpe__reserve_hand(&pool->reserve, t, &running, &not_paused,
+	    &cancelled);
 	/* No owner runs it: freed here, won or not. */
 	tpe__task_free(pool, t);
 	return won;
