@@ -871,6 +871,7 @@ struct leak_fork {
 	tpe_t *pool;
 	sem_t go;          /* the tasks behind the forking one are queued */
 	pid_t child;
+	bool node_known;   /* the task's node was registered for the fork */
 };
 
 static void
@@ -881,6 +882,7 @@ leak_forking_task(void *arg)
 
 	while (sem_wait(&k->go) != 0)
 		;
+	k->node_known = tpe__tls_running_node != NULL;
 	pid = fork();
 	if (pid == 0) {
 		tu_time_bound(5); /* not inherited: bound the child */
@@ -911,6 +913,7 @@ test_fork_child_destroy_frees_forking_task(void **state)
 	assert_int_equal(sem_post(&k.go), 0);
 	assert_int_equal(tpe_wait_idle(k.pool, -1), 0);
 	assert_true(k.child > 0);
+	assert_true(k.node_known);
 	assert_int_equal(child_status(k.child), 0);
 	assert_int_equal(tu_load(&count), 3);
 	tpe_future_release(f);
