@@ -448,6 +448,45 @@ sc_submit(void)
 	finish(pool);
 }
 
+/*
+ * The blocking submit on a bounded pool smaller than the work: an accepted
+ * call ran its task once (a future with its result); a refused one kept
+ * it, with ENOMEM for memory, or EAGAIN when no worker is alive and none
+ * could start (tpe_execute_wait(3)); without a limit it never times out.
+ */
+static void
+sc_execute_wait(void)
+{
+	static const struct shape sh = { 1, 2, TPE_QUEUE_BOUNDED, 1,
+	    TPE_POLICY_QUEUE_FIRST, 0 };
+	tpe_t *pool = pool_of(&sh);
+	tpe_future_t *f[2];
+	void *result;
+	int i;
+
+	if (pool == NULL)
+		return;
+	for (i = 0; i < 6; i++)
+		slots[i].accepted = expect(tpe_execute_wait(pool, task_fn,
+		    &slots[i], -1), 0) == 0;
+	for (i = 0; i < 2; i++) {
+		f[i] = (tpe_future_t *)&f[i];
+		slots[6 + i].accepted = expect(tpe_submit_wait(pool, call_fn,
+		    &slots[6 + i], -1, &f[i]), 0) == 0;
+		if (!slots[6 + i].accepted)
+			CHECK(f[i] == (tpe_future_t *)&f[i]);
+	}
+	for (i = 0; i < 2; i++) {
+		if (!slots[6 + i].accepted)
+			continue;
+		result = NULL;
+		CHECK(tpe_future_get(f[i], -1, &result) == 0);
+		CHECK(result == &slots[6 + i]);
+		tpe_future_release(f[i]);
+	}
+	finish(pool);
+}
+
 /* shutdown_now with queued tasks and futures: each comes back once. */
 static void
 sc_shutdown_now(void)
@@ -697,7 +736,15 @@ sc_coop(void)
 		}
 		for (k = 0; k < 3; k++)
 			slots[3 * j + k].accepted = 1;
-		CHECK(tpe_job_wait(job, -1) == 0);
+		if (j == 0) {
+			CHECK(tpe_job_wait(job, -1) == 0);
+		} else {
+			/* The outcome's own channel: 0 here, nothing failed. */
+			int result = -1;
+
+			CHECK(tpe_job_wait_result(job, -1, &result) == 0);
+			CHECK(result == 0);
+		}
 		tpe_job_release(job);
 	}
 	CHECK(tpe_coop_destroy(coop) == 0);
@@ -751,6 +798,7 @@ static const struct scenario scenarios[] = {
 	{ "per_worker_create", NULL, { 4, 4, TPE_QUEUE_PER_WORKER, 0, QF, 0 },
 	    0 },
 	{ .name = "submit_get", .fn = sc_submit },
+	{ .name = "execute_wait", .fn = sc_execute_wait },
 	{ .name = "shutdown_now", .fn = sc_shutdown_now },
 	{ .name = "set_pool_size", .fn = sc_set_pool_size },
 	{ .name = "prestart", .fn = sc_prestart },
