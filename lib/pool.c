@@ -40,7 +40,6 @@ set_state_locked(tpe_t *pool, int state)
 	__atomic_store_n(&pool->state, state, __ATOMIC_SEQ_CST);
 }
 
-/* Idle workers re-check state and configuration (Java's interruptIdleWorkers). */
 /* seq_cst: pairs with the loads of tpe_try_execute and the claimer's
  * re-check in tpe__reserve_hand (reserved.c). L held. */
 static void
@@ -50,6 +49,7 @@ set_paused_locked(tpe_t *pool, bool paused)
 	__atomic_store_n(&pool->paused, paused, __ATOMIC_SEQ_CST);
 }
 
+/* Idle workers re-check state and configuration (Java's interruptIdleWorkers). */
 static void
 wake_workers_locked(tpe_t *pool)
 {
