@@ -236,15 +236,20 @@ place_or_wait(tpe_t *pool, tpe_fn fn, void *arg, struct tpe_future *f,
 }
 
 /*
- * Whether the pool's queue never refuses a task (unbounded, per-worker):
- * then tpe_execute never reaches the rejection policy for saturation, and
- * the blocking calls are the plain ones. I: the attributes are a copy.
+ * Whether tpe_execute on this pool never reaches the rejection policy:
+ * the per-worker kind has none, and queue-first's unbounded queue takes
+ * every task at step 2. Then the blocking calls are the plain ones. Not
+ * scale-first on an unbounded queue: its queue refuses a task when no
+ * worker is idle, and when none can start either, tpe_execute calls the
+ * policy (caller-runs would run the task here). I: the attributes are a
+ * copy.
  */
 static bool
 never_saturates(const tpe_t *pool)
 {
-	return pool->attr.queue_kind == TPE_QUEUE_UNBOUNDED ||
-	    pool->attr.queue_kind == TPE_QUEUE_PER_WORKER;
+	return pool->attr.queue_kind == TPE_QUEUE_PER_WORKER ||
+	    (pool->attr.queue_kind == TPE_QUEUE_UNBOUNDED &&
+	    pool->attr.policy == TPE_POLICY_QUEUE_FIRST);
 }
 
 /* Where the pool's state says no before anything is allocated, as

@@ -731,6 +731,37 @@ test_execute_wait_no_thread(void **state)
 	assert_int_equal(n, 0);
 }
 
+/*
+ * Scale-first on an unbounded queue refuses a task when no worker is idle
+ * and none can start: tpe_execute then calls the rejection policy (here
+ * caller-runs, which would run the task in this thread). A blocking submit
+ * never does: EAGAIN, nothing ran. Before the fix the blocking calls took
+ * every unbounded pool for one that never refuses and called tpe_execute
+ * (found by tests/chaos under TSan: "ran inside a blocking submit").
+ */
+static void
+test_execute_wait_scale_first_unbounded_no_thread(void **state)
+{
+	tpe_future_t *f = NULL;
+	tpe_t *p = tu_pool_with(&(struct tu_pool_opts){ .core = 1, .max = 2,
+	    .queue = TPE_QUEUE_UNBOUNDED, .policy = TPE_POLICY_SCALE_FIRST,
+	    .rejection = TPE_REJECT_CALLER_RUNS });
+	int n = 0;
+
+	(void)state;
+	fault_arm(&create_fault, 0, -1, true);
+	assert_int_equal(tpe_execute_wait(p, tu_count_fn, &n, -1), EAGAIN);
+	assert_int_equal(tpe_submit_wait(p, call_count, &n, -1, &f), EAGAIN);
+	assert_true(fault_disarm(&create_fault) >= 2);
+	assert_int_equal(n, 0);             /* not run here by the policy */
+	assert_null(f);
+	assert_int_equal(stats(p).rejected, 0);
+	/* With threads, the same calls are taken at once. */
+	assert_int_equal(tpe_execute_wait(p, tu_count_fn, &n, 0), 0);
+	assert_int_equal(tpe_destroy(p), 0);
+	assert_int_equal(n, 1);
+}
+
 /* ---- EDEADLK ----------------------------------------------------------- */
 
 /* A task that, once let go, makes a blocking submit to its own pool. */
@@ -1035,6 +1066,7 @@ main(void)
 		cmocka_unit_test(test_execute_wait_timeout),
 		cmocka_unit_test(test_execute_wait_enomem),
 		cmocka_unit_test(test_execute_wait_no_thread),
+		cmocka_unit_test(test_execute_wait_scale_first_unbounded_no_thread),
 		cmocka_unit_test(test_execute_wait_edeadlk),
 		cmocka_unit_test(test_execute_wait_edeadlk_last_worker),
 		cmocka_unit_test(test_execute_wait_edeadlk_after_shrink),
