@@ -9,7 +9,7 @@
 # records separated by blank lines, "#" lines are comments:
 #
 #	id: reserve-leave-store
-#	file: lib/reserved.c
+#	file: lib/pool/reserve.c
 #	from: return __atomic_compare_exchange_n(&s->state, &expect, EMPTY,
 #	to: return (void)expect, __atomic_store_n(&s->state, EMPTY, ...
 #	test: tests/test_reserved test_reserved_time_out_against_claim

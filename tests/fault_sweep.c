@@ -45,7 +45,7 @@
 #include "testutil.h"
 #include "tpe/thpool.h"
 
-#include "node.h"
+#include "pool/node.h"
 
 /* ---- the wrappers ----------------------------------------------------- */
 

@@ -12,8 +12,8 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "attr.h" /* TPE__HAVE_AFFINITY */
-#include "cpu.h"  /* TPE__CPU_COUNT_AFFINITY */
+#include "pool/attr.h" /* TPE__HAVE_AFFINITY */
+#include "base/cpu.h"  /* TPE__CPU_COUNT_AFFINITY */
 #include "testutil.h"
 
 #define EV_TIMEOUT (10 * TU_S)

@@ -10,7 +10,7 @@
 #include "testutil.h"
 #include "stressutil.h"
 
-#include "coop.h"
+#include "coop/coop.h"
 
 /* ---- the wrappers (tests/Makefile.inc links with --wrap) -------------- */
 

@@ -22,9 +22,9 @@
 #include <sys/types.h>
 #include <sys/wait.h>
 
-#include "pool.h"
-#include "queue.h"
-#include "sync.h"
+#include "pool/pool.h"
+#include "queue/queue.h"
+#include "base/sync.h"
 
 struct child_result {
 	int status;     /* waitpid's */
@@ -171,7 +171,7 @@ test_debug_queue_take_needs_the_lock(void **state)
 {
 	(void)state;
 	/* A condition wait without its mutex is undefined without the check. */
-	assert_checked(take_unlocked, false, DIES_IN("queue",
+	assert_checked(take_unlocked, false, DIES_IN("locked",
 	    "tpe__queue_take: lock not held by this thread"));
 }
 

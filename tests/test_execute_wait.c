@@ -11,7 +11,7 @@
  */
 #include "fault.h"
 
-#include "pool.h"
+#include "pool/pool.h"
 
 static int create_errno = EAGAIN;
 

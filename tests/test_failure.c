@@ -18,11 +18,11 @@
 #include "testutil.h"
 #include "fault.h"
 
-#include "node.h"
-#include "pool.h"
-#include "reserved.h"
-#include "sync.h"
-#include "worker.h"
+#include "pool/node.h"
+#include "pool/pool.h"
+#include "pool/reserve.h"
+#include "base/sync.h"
+#include "pool/worker.h"
 
 /* ---- the wrappers ----------------------------------------------------- */
 

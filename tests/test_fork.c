@@ -22,7 +22,7 @@
  */
 #if defined(__has_include)
 #if __has_include("task.h")
-#include "task.h"
+#include "pool/task.h"
 #define WHITE_BOX 1
 #endif
 #endif

@@ -16,8 +16,8 @@
 
 #include "testutil.h"
 
-#include "pool.h"
-#include "queue.h"
+#include "pool/pool.h"
+#include "queue/queue.h"
 
 #define EV_TIMEOUT (10 * TU_S)
 

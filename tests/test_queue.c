@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "queue.h"
-#include "sync.h"
+#include "queue/queue.h"
+#include "base/sync.h"
 
 static struct tpe__task node[16];
 

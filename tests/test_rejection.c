@@ -10,8 +10,8 @@
 
 #include "testutil.h"
 
-#include "pool.h"
-#include "sync.h"
+#include "pool/pool.h"
+#include "base/sync.h"
 
 #define EV_TIMEOUT (10 * TU_S)
 #define CUSTOM (-1) /* "policy" value meaning: install reject_handler */

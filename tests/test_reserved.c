@@ -16,10 +16,10 @@
 
 #include "testutil.h"
 
-#include "invocation.h"
-#include "pool.h"
-#include "reserved.h"
-#include "task.h"
+#include "base/invocation.h"
+#include "pool/pool.h"
+#include "pool/reserve.h"
+#include "pool/task.h"
 
 #define EV_TIMEOUT (10 * TU_S)
 

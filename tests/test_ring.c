@@ -27,7 +27,7 @@
 
 #include "testutil.h"
 
-#include "ring.h"
+#include "ring/ring.h"
 
 #if defined(__SANITIZE_THREAD__)
 #define UNDER_TSAN 1

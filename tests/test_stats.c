@@ -8,7 +8,7 @@
 #define _GNU_SOURCE
 #include <string.h>
 
-#include "sized.h"
+#include "base/sized.h"
 #include "testutil.h"
 
 #define GUARD 0xa5 /* what the caller's memory held before the call */

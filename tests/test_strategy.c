@@ -25,8 +25,8 @@
 
 #include "testutil.h"
 
-#include "invocation.h"
-#include "strategy.h"
+#include "base/invocation.h"
+#include "strategy/strategy.h"
 
 /* ---- the wrappers ----------------------------------------------------- */
 

@@ -19,7 +19,7 @@
 #include "testutil.h"
 #include "fault.h"
 
-#include "pool.h"
+#include "pool/pool.h"
 #include "thpool.h"
 
 /* ---- failure injection (tests/fault.h) ------------------------------- */

@@ -1,0 +1,1081 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * queue_per_worker.c - TPE_QUEUE_PER_WORKER: a lock-free stack per worker
+ * for many tiny tasks, a queue kind that runs its own workers (queue.h).
+ *
+ * Design notes
+ * ------------
+ * The pool is fixed: core == max == n workers, all started by tpe_create
+ * (pool.c, attach_queue), none leaving before shutdown. Worker i owns
+ * slots[i]; a worker learns i from next_slot when its loop starts. Since
+ * every slot has its owner from the first submission on, no task can wait
+ * in a slot whose thread is missing.
+ *
+ * Submit (pw_submit, no lock, any thread): the node comes from the
+ * thread's node cache (node.c: no malloc in the steady state; this kind
+ * lets the pool's return stack hold RETURNS_MAX nodes, so that workers do
+ * not free what submitters malloc'd); the task is counted in
+ * pool->submitted, then pushed with one CAS onto a slot's stack. The slot
+ * is the next of a thread-local round robin (no shared line, seeded per
+ * thread), unless that slot's worker sleeps and one of the next
+ * PICK_TRIES slots has an awake worker: then that one (pick_slot). So a
+ * pool with more workers than its load needs runs on the awake ones and
+ * does not pay a wake-up for every other task; a push lands on a
+ * sleeping worker's stack only to wake it. The first CAS guesses an empty
+ * stack, so that one transfer of the line suffices when workers keep up.
+ *
+ * The stack word `head` holds NULL (empty), a task (the newest), or one of
+ * two markers that only its owner sets (a waker may clear SLEEP):
+ *   SLEEP   the owner is asleep, or about to be: a push that replaces it
+ *           wakes the owner (the protocol below);
+ *   CLOSED  the owner has left (shutdown): a push that finds it fails, and
+ *           the task is refused with ECANCELED. So a push that succeeds
+ *           always lands where its owner will look again: shutdown drains
+ *           every stack and no task is stranded behind a worker that left.
+ *
+ * Take (owner): one exchange detaches the whole stack; the worker reverses
+ * it (oldest first) and runs the batch. While a task of the batch runs,
+ * the rest of the batch is published in `rest` (a release store) and taken
+ * back after it with one exchange, unless a thief took it. Between tasks
+ * the worker checks the pool: pause waits, shutdown-now hands the rest
+ * back through the discard callback. Nodes leave a stack or `rest` only
+ * all at once (an exchange, or a CAS of the whole top to NULL), never
+ * singly, so there is no ABA problem: a CAS that finds the same top takes
+ * whatever stack is there, and no link under a top is written while it
+ * is in a stack.
+ *
+ * Awake, spinning, sleeping. A worker is awake (`busy`, seq_cst) from its
+ * start or wake-up until it goes to sleep, running or idle. An idle worker
+ * spins (SPIN_NS, looking at its stack and at others to steal) only when
+ * no other worker is awake and none spins (`spinner`); otherwise it goes
+ * to sleep at once: spinners take the CPU the submitters need, and one
+ * awake worker finds what there is. A sleeper sleeps without a timeout
+ * (`deep`) when no other worker is awake, else as a watcher (`watchers`)
+ * that wakes every WATCH_NS to steal. A push that lands behind an awake
+ * worker (it did not replace a SLEEP marker) while sleepers sleep but none
+ * watches wakes one to watch. Dekker pair, seq_cst both sides: the pusher
+ * pushes, then loads `deep` and `watchers`; a sleeper counts itself in
+ * `deep`, then looks at the busy flags and watches instead if a worker is
+ * awake. A worker sets busy before it takes its SLEEP marker back, so a
+ * push that lands after that finds it awake; and a worker that takes a
+ * batch of more than one task makes the same check after its busy store
+ * (the pushes behind the first may have landed while it was not yet
+ * awake, and a sleeper may have gone deep then). Either the pusher (or
+ * the worker) wakes a watcher or the sleeper watches. So a task pushed
+ * behind a worker stuck in a long task (or into the batch it holds back)
+ * never waits for that task with idle workers asleep; and a lone task to
+ * an idle pool wakes one worker only.
+ *
+ * Steal rule: an idle worker (spinning, or a watcher's look every
+ * WATCH_NS) takes from another awake worker first the rest of the batch
+ * behind its running task (its oldest tasks), else its whole stack, and
+ * runs it oldest first. So a worker stuck in a long task strands nothing:
+ * what it holds back and what is pushed onto its stack are taken within
+ * WATCH_NS by a watcher, at once by a spinner. A thief marks itself awake
+ * before it takes (the tpe_wait_idle paragraph below); a watcher whose
+ * steal finds the tasks gone (the owner took them first) marks itself
+ * asleep again before it sleeps on.
+ *
+ * Order: tasks that one thread submits to one slot are pushed in order and
+ * each detach runs them oldest first, but the slot a task goes to depends
+ * on who sleeps, and a thief runs part of a worker's tasks while the owner
+ * runs others. So the kind promises no order (tpe_attr_set_queue(3)).
+ *
+ * Sleep protocol (a marker in the stack word and a wake sequence; one RMW
+ * per push, and a system call only when the owner really sleeps):
+ *   owner:   CAS head NULL -> SLEEP (fails: a task came, take it)
+ *            loop: seq = wake_seq; if head != SLEEP or gen moved: stop;
+ *                  futex_wait(wake_seq, seq)
+ *            then CAS head SLEEP -> NULL if the marker is still there
+ *   pusher:  CAS head old -> node (old SLEEP: the node's next is NULL);
+ *            if old was SLEEP: wake_seq++, futex_wake
+ * The pusher replaces SLEEP before it bumps wake_seq, and the owner reads
+ * wake_seq before it looks at head: if the owner still sees SLEEP, its seq
+ * is older than the pusher's bump, so futex_wait returns at once or is
+ * woken. The pool's changes (shutdown, pause, resume) bump `gen` after
+ * their change and then every slot's wake_seq (pw_wake_all), and the owner
+ * reads gen after its marker and before it sleeps: the same argument. A
+ * waker that wants a sleeper (wake_one) takes its marker away with a CAS
+ * and bumps its wake_seq: the same again. Removing the re-check (the head
+ * and gen tests inside the loop) loses wake-ups: test_per_worker's
+ * no_lost_wakeup fails without it.
+ *
+ * tpe_wait_idle: the pool is idle when every stack is empty and no worker
+ * is awake. A worker clears busy (seq_cst) before it sleeps (or waits out a
+ * pause holding nothing), then loads pool->idle_waiters and, when a waiter
+ * exists, takes the pool lock to wake it (tpe__pool_notify_idle_locked).
+ * The waiter counts itself in idle_waiters (seq_cst) before it looks at
+ * the heads and then the busy flags (pool.h): either it sees the worker
+ * awake, or the worker sees it. A thief sets busy before its exchange or
+ * CAS (a release), so a waiter that reads the emptied word sees it busy.
+ * tpe_wait_idle so returns once the last worker has ended its spin.
+ *
+ * Statistics without a lock per task: each slot counts, written by its
+ * owner only (release stores, read with acquire loads), the tasks it
+ * started and completed and the tasks it handed back at shutdown-now;
+ * remove_if (the drains) counts what it took, under the pool lock.
+ * queued = submitted - started - handed back - removed; active = started
+ * - completed. The counters are read before pool->submitted, so a
+ * snapshot never shows more taken than submitted.
+ *
+ * Legend: I = set at create (or attach), read-only after; A = atomic;
+ * O = written by the slot's owner only (atomic stores, read by anyone);
+ * L = pool->lock. Lock order: pool->lock -> slot->lock (the condition
+ * variable fallback only).
+ */
+#include <errno.h>
+#include <limits.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "config.h"
+
+#if defined(HAVE_LINUX_FUTEX) && !defined(TPE_FORCE_CONDVAR)
+#define USE_FUTEX 1
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
+#include "base/cpu.h"
+#include "pool/pool.h"
+#include "queue/queue.h"
+#include "base/sync.h"
+#include "pool/task.h"
+
+/* The markers of the stack word; never valid node addresses. */
+#define SLEEP ((struct tpe__task *)(uintptr_t)1)
+#define CLOSED ((struct tpe__task *)(uintptr_t)2)
+
+/* How long an idle worker spins before it sleeps: a wake-up costs more
+ * (several microseconds on a virtual machine). A variable, read when a
+ * spin starts, so that white-box tests can make workers sleep at once. */
+int64_t tpe__per_worker_spin_ns = 50000;
+/* White-box tests (queue.h): NULL outside them. */
+void (*tpe__per_worker_steal_hook)(void);
+/* Spin steps between looks at the clock and at other stacks. */
+#define SPIN_CHECK 64
+/* The pool's node return stack may hold this many (node.c). */
+#define RETURNS_MAX 65536
+/* How many slots after a sleeping one a push looks at for an awake one. */
+#define PICK_TRIES 3
+/* How often a watcher looks for tasks an awake worker holds back (ns). */
+#define WATCH_NS 1000000
+
+struct slot {
+	/* Pushed by submitters, taken by the owner: its own cache line. */
+	struct tpe__task *head;   /* A: the stack, NULL, SLEEP or CLOSED;
+				   * pushes, the owner's exchange, thieves'
+				   * CAS, the drains' CAS (under L) */
+	unsigned wake_seq;        /* A: bumped by whoever wakes the owner;
+				   * the owner's futex word */
+	int busy;                 /* A: the owner is awake (O; a thief also
+				   * sets its own before it steals) */
+	/* Counters, written on every task by the owner alone: a line of
+	 * their own, so that they do not pull the stack's line back. */
+	uint64_t started __attribute__((aligned(TPE__CACHE_LINE))); /* A, O */
+	struct tpe__task *rest;   /* A: the owner's batch behind its running
+				   * task, oldest first; taken by the owner
+				   * after the task, or by a thief */
+	uint64_t completed;       /* A, O: tasks it finished */
+	uint64_t dropped;         /* A, O: handed back at shutdown-now */
+#ifndef USE_FUTEX
+	struct tpe__mutex lock;   /* guards the wait on wake_seq */
+	pthread_cond_t cond;      /* the owner sleeps here */
+#endif
+} __attribute__((aligned(TPE__CACHE_LINE)));
+
+struct pw_queue {
+	struct tpe__queue base;   /* ops I; takers, sleepers unused (0) */
+	tpe_t *pool;              /* I: set by attach */
+	size_t n;                 /* I: slots, = workers */
+	struct slot *slots;       /* I: n of them */
+	uint64_t removed;         /* L: taken out by remove_if */
+	/* Written by workers going to sleep and by the pool's changes,
+	 * read by pushes and spinners: a line of their own. */
+	/* A: the next starting worker's slot */
+	size_t next_slot __attribute__((aligned(TPE__CACHE_LINE)));
+	unsigned gen;             /* A: bumped after each change of the pool */
+	int paused;               /* A: pool->paused, copied under L */
+	size_t deep;              /* A: workers asleep with no timeout */
+	size_t watchers;          /* A: workers asleep with a timeout */
+	/* Written at each start and end of a spin: away from the above,
+	 * which every push reads. */
+	int spinner __attribute__((aligned(TPE__CACHE_LINE))); /* A: 1 while
+							 * a worker spins */
+};
+
+/*
+ * The per-worker queue whose base is q. Every tpe__queue this file's ops
+ * receive was made by tpe__queue_per_worker_create as a pw_queue (base
+ * first, the whole aligned to a cache line), so the cast restores the type
+ * it was made with; it goes through void * because the compiler cannot
+ * know that the stricter alignment holds (clang's -Wcast-align).
+ */
+static inline struct pw_queue *
+pw_of(struct tpe__queue *q)
+{
+	return (struct pw_queue *)(void *)q;
+}
+
+static inline const struct pw_queue *
+pw_of_const(const struct tpe__queue *q)
+{
+	return (const struct pw_queue *)(const void *)q;
+}
+
+static inline bool
+is_task(const struct tpe__task *h)
+{
+	return (uintptr_t)h > (uintptr_t)CLOSED;
+}
+
+static int
+load_state(const tpe_t *pool)
+{
+	/* Pairs with set_state_locked (pool.c), then pw_wake_all. */
+	return __atomic_load_n(&pool->state, __ATOMIC_SEQ_CST);
+}
+
+/* An owner-only counter: one writer, so a load and a store, no RMW.
+ * Release pairs with the acquire loads of the statistics (counts). */
+static inline void
+count(uint64_t *c)
+{
+	__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + 1,
+	    __ATOMIC_RELEASE);
+}
+
+/* ---- waiting on a slot's wake sequence -------------------------------- */
+
+#ifdef USE_FUTEX
+/* Sleeps while wake_seq == seq (the kernel checks it atomically), until
+ * the absolute monotonic deadline_ns (negative: none). */
+static void
+seq_wait(struct slot *s, unsigned seq, int64_t deadline_ns)
+{
+	struct timespec ts, *tsp = NULL;
+	int64_t left;
+
+	if (deadline_ns >= 0) {
+		left = deadline_ns - tpe__now_ns();
+		if (left <= 0)
+			return;
+		ts.tv_sec = (time_t)(left / TPE__NS_PER_S);
+		ts.tv_nsec = (long)(left % TPE__NS_PER_S);
+		tsp = &ts; /* FUTEX_WAIT's timeout is relative */
+	}
+	syscall(SYS_futex, &s->wake_seq, FUTEX_WAIT_PRIVATE, seq, tsp, NULL,
+	    0);
+}
+
+static void
+seq_wake(struct slot *s)
+{
+	/* seq_cst: after the waker's change (head or gen), before the
+	 * owner's next read of wake_seq in wait_for_change. */
+	__atomic_add_fetch(&s->wake_seq, 1, __ATOMIC_SEQ_CST);
+	syscall(SYS_futex, &s->wake_seq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL,
+	    NULL, 0);
+}
+#else
+static void
+seq_wait(struct slot *s, unsigned seq, int64_t deadline_ns)
+{
+	tpe__mutex_lock(&s->lock);
+	while (__atomic_load_n(&s->wake_seq, __ATOMIC_SEQ_CST) == seq &&
+	    tpe__cond_wait_until(&s->cond, &s->lock, deadline_ns) == 0)
+		;
+	tpe__mutex_unlock(&s->lock);
+}
+
+static void
+seq_wake(struct slot *s)
+{
+	/* Under the slot lock: the owner either reads the new value or is
+	 * waiting and gets the broadcast. */
+	tpe__mutex_lock(&s->lock);
+	__atomic_add_fetch(&s->wake_seq, 1, __ATOMIC_SEQ_CST);
+	tpe__cond_broadcast(&s->cond);
+	tpe__mutex_unlock(&s->lock);
+}
+#endif
+
+/*
+ * Sleeps until a push or a waker replaced the owner's SLEEP marker (when
+ * `marked`) or the pool changed (gen moved): true; or until deadline_ns
+ * (absolute monotonic, negative: none): false. The re-check inside the
+ * loop, after reading wake_seq, is what makes the protocol lose no
+ * wake-up (Design notes).
+ */
+static bool
+wait_for_change(struct pw_queue *pq, struct slot *me, unsigned gen,
+    bool marked, int64_t deadline_ns)
+{
+	for (;;) {
+		unsigned seq = __atomic_load_n(&me->wake_seq,
+		    __ATOMIC_SEQ_CST);
+
+		/* seq_cst loads, after the wake_seq read: pair with the
+		 * pusher's CAS and the pool's bump of gen, each made before
+		 * the waker's seq_wake. */
+		if (marked && __atomic_load_n(&me->head, __ATOMIC_SEQ_CST) !=
+		    SLEEP)
+			return true;
+		if (__atomic_load_n(&pq->gen, __ATOMIC_SEQ_CST) != gen)
+			return true;
+		if (deadline_ns >= 0 && tpe__now_ns() >= deadline_ns)
+			return false;
+		seq_wait(me, seq, deadline_ns);
+	}
+}
+
+/* ---- awake flag, tpe_wait_idle, watchers ----------------------------- */
+
+/* Wakes one sleeping worker other than `me` (NULL: any), taking its
+ * marker away so that a push onto its stack does not wake it again. */
+static void
+wake_one(struct pw_queue *pq, const struct slot *me)
+{
+	size_t i;
+
+	for (i = 0; i < pq->n; i++) {
+		struct slot *s = &pq->slots[i];
+		struct tpe__task *expect = SLEEP;
+
+		if (s != me &&
+		    __atomic_load_n(&s->head, __ATOMIC_RELAXED) == SLEEP &&
+		    __atomic_compare_exchange_n(&s->head, &expect, NULL,
+		    false, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
+			seq_wake(s);
+			return;
+		}
+	}
+}
+
+/*
+ * Tasks wait behind awake worker `s`: when sleepers sleep but none
+ * watches, wakes one to watch (Design notes). seq_cst loads, after the
+ * caller's push or its busy store: the Dekker pair of a sleeper's count
+ * in `deep` and its look at the busy flags.
+ */
+static void
+ensure_watcher(struct pw_queue *pq, const struct slot *s)
+{
+	if (pq->n > 1 && __atomic_load_n(&pq->deep, __ATOMIC_SEQ_CST) > 0 &&
+	    __atomic_load_n(&pq->watchers, __ATOMIC_SEQ_CST) == 0)
+		wake_one(pq, s);
+}
+
+/*
+ * The worker is awake (after its start, a sleep or a pause): seq_cst, and
+ * before it takes its SLEEP marker back, so that a push that lands after
+ * that sees it awake (the watcher pair, Design notes).
+ */
+static void
+set_awake(struct slot *me)
+{
+	__atomic_store_n(&me->busy, 1, __ATOMIC_SEQ_CST);
+}
+
+/* Before a thief's CAS, which is a release: a waiter that reads the head
+ * it wrote sees the thief awake (Design notes). */
+static void
+set_busy(struct slot *me)
+{
+	if (__atomic_load_n(&me->busy, __ATOMIC_RELAXED) == 0)
+		__atomic_store_n(&me->busy, 1, __ATOMIC_RELAXED);
+}
+
+/* The worker holds no task and goes to sleep (or waits out a pause). */
+static void
+set_asleep(struct pw_queue *pq, struct slot *me)
+{
+	tpe_t *pool = pq->pool;
+
+	if (__atomic_load_n(&me->busy, __ATOMIC_RELAXED) == 0)
+		return;
+	/* Dekker with tpe_wait_idle: store busy, then load idle_waiters
+	 * (seq_cst both, tpe__pool_idle_waited). */
+	__atomic_store_n(&me->busy, 0, __ATOMIC_SEQ_CST);
+	if (tpe__pool_idle_waited(pool)) {
+		tpe__mutex_lock(&pool->lock);
+		tpe__pool_notify_idle_locked(pool);
+		tpe__mutex_unlock(&pool->lock);
+	}
+}
+
+/* Whether a worker other than `me` is awake; seq_cst loads (the Dekker
+ * pair of set_awake). */
+static bool
+other_awake(const struct pw_queue *pq, const struct slot *me)
+{
+	size_t i;
+
+	for (i = 0; i < pq->n; i++)
+		if (&pq->slots[i] != me &&
+		    __atomic_load_n(&pq->slots[i].busy, __ATOMIC_SEQ_CST))
+			return true;
+	return false;
+}
+
+/* ---- push, take, steal ------------------------------------------------ */
+
+/* The slot for this thread's next push: a thread-local round robin. */
+static size_t
+next_index(struct pw_queue *pq)
+{
+	static __thread size_t rr;
+	static __thread bool seeded;
+	size_t i;
+
+	if (!seeded) {
+		/* Spread submitters: each thread starts somewhere else. */
+		rr = (size_t)((uintptr_t)&rr >> 6);
+		seeded = true;
+	}
+	/* Kept below n: a division only when it is not (another pool). */
+	i = rr < pq->n ? rr : rr % pq->n;
+	rr = i + 1;
+	return i;
+}
+
+/*
+ * Where this push goes: the round robin's slot, unless its worker sleeps
+ * and one of the next PICK_TRIES slots has an awake worker: then that one,
+ * so that a pool with more workers than its load needs leaves the others
+ * asleep (watchers take what an awake worker falls behind on) instead of
+ * waking one for every other task. Relaxed loads: a hint; the push's CAS
+ * decides, and wakes the owner if it replaced a marker after all.
+ */
+static struct slot *
+pick_slot(struct pw_queue *pq)
+{
+	size_t i = next_index(pq), k;
+	struct slot *s = &pq->slots[i];
+
+	if (__atomic_load_n(&s->head, __ATOMIC_RELAXED) != SLEEP)
+		return s;
+	for (k = 1; k < pq->n && k <= PICK_TRIES; k++) {
+		struct slot *o = &pq->slots[(i + k) % pq->n];
+		struct tpe__task *h = __atomic_load_n(&o->head,
+		    __ATOMIC_RELAXED);
+
+		if (h != SLEEP && h != CLOSED)
+			return o;
+	}
+	return s;
+}
+
+/*
+ * Pushes t onto s: the old top (NULL, SLEEP or a task), or CLOSED when
+ * the owner has left and t was not pushed.
+ */
+static struct tpe__task *
+push(struct slot *s, struct tpe__task *t)
+{
+	struct tpe__task *old = NULL; /* guess empty: see Design notes */
+
+	do {
+		if (old == CLOSED)
+			return CLOSED;
+		t->next = old == SLEEP ? NULL : old;
+		/* seq_cst: release for the node's fields (pairs with the
+		 * owner's exchange and the thief's CAS), and the sleep
+		 * protocol's order of the marker before wake_seq. */
+	} while (!__atomic_compare_exchange_n(&s->head, &old, t, true,
+	    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED));
+	return old;
+}
+
+static int
+pw_submit(struct tpe__queue *q, tpe_fn fn, void *arg, struct tpe_future *f)
+{
+	struct pw_queue *pq = pw_of(q);
+	tpe_t *pool = pq->pool;
+	struct tpe__task *t, *old;
+	struct slot *s;
+
+	if (load_state(pool) != TPE__RUNNING)
+		return ECANCELED;
+	t = tpe__task_new(pool, fn, arg, f, NULL);
+	if (t == NULL)
+		return ENOMEM;
+	/* Counted before any worker can take it (the statistics). */
+	tpe__pool_count_submitted(pool, 1);
+	s = pick_slot(pq);
+	old = push(s, t);
+	if (old == CLOSED) {
+		/* The owner left: the pool is shut down. */
+		tpe__pool_count_submitted(pool, -1);
+		tpe__task_free(pool, t);
+		return ECANCELED;
+	}
+	if (old == SLEEP)
+		seq_wake(s); /* the marker is gone: wake its owner */
+	else
+		ensure_watcher(pq, s); /* t waits behind an awake worker */
+	return 0;
+}
+
+/* A detached stack (newest first) turned oldest first, or back. */
+static struct tpe__task *
+reverse(struct tpe__task *h)
+{
+	struct tpe__task *fifo = NULL, *next;
+
+	for (; h != NULL; h = next) {
+		next = h->next;
+		h->next = fifo;
+		fifo = h;
+	}
+	return fifo;
+}
+
+/* The owner takes its whole stack; NULL when it is empty. */
+static struct tpe__task *
+take_own(struct slot *me)
+{
+	struct tpe__task *h = __atomic_load_n(&me->head, __ATOMIC_RELAXED);
+
+	if (!is_task(h))
+		return NULL;
+	/* seq_cst (acquire): pairs with the push's CAS, for the nodes. No
+	 * marker can be here: only this thread sets them, and it is awake. */
+	h = __atomic_exchange_n(&me->head, NULL, __ATOMIC_SEQ_CST);
+	TPE__ASSERT(h == NULL || is_task(h));
+	return h;
+}
+
+static inline void
+steal_hook(void)
+{
+	void (*hook)(void) = __atomic_load_n(&tpe__per_worker_steal_hook,
+	    __ATOMIC_RELAXED);
+
+	if (hook != NULL)
+		hook();
+}
+
+/*
+ * Takes from an awake other worker the rest of the batch behind its
+ * running task (its oldest tasks), else its whole stack; NULL if none.
+ * Either comes back newest first, as a stack does (the caller reverses).
+ */
+static struct tpe__task *
+steal(struct pw_queue *pq, struct slot *me)
+{
+	size_t k, i = (size_t)(me - pq->slots);
+
+	for (k = 1; k < pq->n; k++) {
+		struct slot *v = &pq->slots[(i + k) % pq->n];
+		struct tpe__task *h;
+
+		if (__atomic_load_n(&v->busy, __ATOMIC_SEQ_CST) == 0)
+			continue;
+		if (__atomic_load_n(&v->rest, __ATOMIC_RELAXED) != NULL) {
+			set_busy(me);
+			steal_hook();
+			/* Acquire: pairs with the owner's release store of
+			 * rest (run_batch), for the links. */
+			h = __atomic_exchange_n(&v->rest, NULL,
+			    __ATOMIC_SEQ_CST);
+			if (h != NULL)
+				return reverse(h);
+		}
+		h = __atomic_load_n(&v->head, __ATOMIC_SEQ_CST);
+		if (!is_task(h))
+			continue;
+		set_busy(me);
+		steal_hook();
+		/* seq_cst (acquire): pairs with the pushes' CAS. */
+		if (__atomic_compare_exchange_n(&v->head, &h, NULL, false,
+		    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+			return h;
+	}
+	return NULL;
+}
+
+/* ---- the worker ------------------------------------------------------- */
+
+enum step { GO_ON, LEAVE, FORKED };
+
+/* Shutdown-now: the tasks the worker holds go to the discard callback. */
+static enum step
+hand_back_all(struct pw_queue *pq, struct slot *me, struct tpe__task *fifo)
+{
+	struct tpe__task *t;
+
+	while ((t = fifo) != NULL) {
+		fifo = t->next;
+		count(&me->dropped);
+		if (!tpe__task_discard(pq->pool, t))
+			return FORKED;
+	}
+	return GO_ON;
+}
+
+/* While the pool is paused (and not shut down), waits for a change. */
+static void
+wait_while_paused(struct pw_queue *pq, struct slot *me)
+{
+	for (;;) {
+		unsigned gen = __atomic_load_n(&pq->gen, __ATOMIC_SEQ_CST);
+
+		/* Relaxed: a change of paused is followed by a bump of gen
+		 * (pw_wake_all), which the wait below sees. */
+		if (!__atomic_load_n(&pq->paused, __ATOMIC_RELAXED) ||
+		    load_state(pq->pool) != TPE__RUNNING)
+			return;
+		wait_for_change(pq, me, gen, false, -1);
+	}
+}
+
+/* Runs a detached stack oldest first; its nodes end in one chain. */
+static enum step
+run_batch(struct pw_queue *pq, struct slot *me, struct tpe__task *h)
+{
+	tpe_t *pool = pq->pool;
+	struct tpe__task *fifo = reverse(h), *t, *done = NULL, *last = NULL;
+	size_t n = 0;
+
+	/* Tasks wait behind the first: pushed, maybe, before this worker
+	 * was awake, when no push could see it awake (Design notes). */
+	if (fifo->next != NULL)
+		ensure_watcher(pq, me);
+	while ((t = fifo) != NULL) {
+		/* Between tasks: pause waits, shutdown-now hands back. */
+		if (__atomic_load_n(&pq->paused, __ATOMIC_RELAXED))
+			wait_while_paused(pq, me);
+		if (load_state(pool) >= TPE__STOP) {
+			if (done != NULL)
+				tpe__task_end_chain(pool, done, last, n);
+			return hand_back_all(pq, me, fifo);
+		}
+		fifo = t->next;
+		/* The rest, published while t runs, so that a long t does
+		 * not hold it back from idle workers (steal). Release pairs
+		 * with the thief's exchange. */
+		if (fifo != NULL)
+			__atomic_store_n(&me->rest, fifo, __ATOMIC_RELEASE);
+		count(&me->started);
+		if (!tpe__task_run_keep(pool, t))
+			return FORKED; /* touch nothing of the pool */
+		count(&me->completed);
+		t->next = done;
+		if (done == NULL)
+			last = t;
+		done = t;
+		n++;
+		/* Back, unless a thief took it (NULL). */
+		if (fifo != NULL)
+			fifo = __atomic_exchange_n(&me->rest, NULL,
+			    __ATOMIC_SEQ_CST);
+	}
+	if (done != NULL)
+		tpe__task_end_chain(pool, done, last, n);
+	return GO_ON;
+}
+
+/*
+ * Spins while idle, when no other worker does: returns a stolen stack,
+ * or NULL when the own stack has tasks, the pool changed, or the budget
+ * ran out (or another worker spins, or spinning cannot pay).
+ */
+static struct tpe__task *
+spin(struct pw_queue *pq, struct slot *me, unsigned gen)
+{
+	int64_t end = 0;
+	struct tpe__task *h = NULL;
+	unsigned i;
+	int free_ = 0;
+
+	if (!tpe__can_spin() || tpe__per_worker_spin_ns <= 0 ||
+	    other_awake(pq, me))
+		return NULL;
+	/* One spinner at a time: two would take the CPU the submitters
+	 * need (two cores, tiny tasks), and one finds what there is. */
+	if (!__atomic_compare_exchange_n(&pq->spinner, &free_, 1, false,
+	    __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+		return NULL;
+	for (i = 1;; i++) {
+		/* Relaxed: a hint; take_own's exchange orders the nodes. */
+		if (is_task(__atomic_load_n(&me->head, __ATOMIC_RELAXED)))
+			break;
+		if (i % SPIN_CHECK == 0) {
+			if (__atomic_load_n(&pq->gen, __ATOMIC_RELAXED) != gen)
+				break;
+			if (pq->n > 1 && (h = steal(pq, me)) != NULL)
+				break;
+			/* The clock only after a first round: most spins
+			 * end within it. */
+			if (end == 0)
+				end = tpe__now_ns() + tpe__per_worker_spin_ns;
+			else if (tpe__now_ns() >= end)
+				break;
+			sched_yield(); /* a submitter may share this CPU */
+		} else {
+			tpe__cpu_relax();
+		}
+	}
+	__atomic_store_n(&pq->spinner, 0, __ATOMIC_RELEASE);
+	return h;
+}
+
+/*
+ * Sleeps through the protocol of the Design notes: without a timeout when
+ * no other worker is awake, else as a watcher that looks every WATCH_NS
+ * for a worker stuck in one task with tasks behind it and steals them.
+ * Returns a stolen stack, or NULL to look again; the worker is awake.
+ */
+static struct tpe__task *
+sleep_until_work(struct pw_queue *pq, struct slot *me, unsigned gen)
+{
+	struct tpe__task *expect = NULL, *h = NULL;
+
+	/* seq_cst: the owner's side of the sleep protocol. */
+	if (!__atomic_compare_exchange_n(&me->head, &expect, SLEEP, false,
+	    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+		return NULL; /* a task came: take it */
+	set_asleep(pq, me);
+	for (;;) {
+		bool deep = false, woken;
+
+		if (!other_awake(pq, me)) {
+			/* Counted, then a second look (seq_cst both): the
+			 * Dekker pair with set_awake. */
+			__atomic_add_fetch(&pq->deep, 1, __ATOMIC_SEQ_CST);
+			deep = !other_awake(pq, me);
+			if (!deep)
+				__atomic_sub_fetch(&pq->deep, 1,
+				    __ATOMIC_SEQ_CST);
+		}
+		if (!deep)
+			__atomic_add_fetch(&pq->watchers, 1, __ATOMIC_SEQ_CST);
+		woken = wait_for_change(pq, me, gen, true,
+		    deep ? -1 : tpe__now_ns() + WATCH_NS);
+		__atomic_sub_fetch(deep ? &pq->deep : &pq->watchers, 1,
+		    __ATOMIC_SEQ_CST);
+		if (woken)
+			break;
+		/* A watcher's look: tasks waiting behind an awake worker
+		 * (stuck in a long task, or behind). The marker stays: a
+		 * push onto this stack still wakes it. */
+		if (pq->n > 1 && (h = steal(pq, me)) != NULL)
+			break;
+		/* A steal that marked this worker awake and then found the
+		 * tasks gone (their owner took them first) leaves it awake:
+		 * asleep again, or tpe_wait_idle would wait for it forever
+		 * and other workers would watch it instead of sleeping. */
+		set_asleep(pq, me);
+	}
+	/* Awake first, then take the marker back if no push replaced it. */
+	set_awake(me);
+	expect = SLEEP;
+	__atomic_compare_exchange_n(&me->head, &expect, NULL, false,
+	    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED);
+	return h;
+}
+
+/*
+ * The owner's stack is empty: leave (shut down), wait (paused), or spin,
+ * steal and sleep. *hp: a stolen stack to run, or NULL to look again.
+ */
+static enum step
+idle(struct pw_queue *pq, struct slot *me, struct tpe__task **hp)
+{
+	/* gen before the state: a change after this read bumps gen later,
+	 * which the spin and the sleep see. */
+	unsigned gen = __atomic_load_n(&pq->gen, __ATOMIC_SEQ_CST);
+	int state = load_state(pq->pool);
+	struct tpe__task *h;
+
+	*hp = NULL;
+	if (state >= TPE__STOP) {
+		/* Closed for good; what was pushed since the drain of
+		 * tpe_shutdown_now goes back. */
+		h = __atomic_exchange_n(&me->head, CLOSED, __ATOMIC_SEQ_CST);
+		TPE__ASSERT(h != CLOSED && h != SLEEP);
+		return hand_back_all(pq, me, reverse(h)) == FORKED ? FORKED :
+		    LEAVE;
+	}
+	if (state == TPE__SHUTDOWN) {
+		h = NULL;
+		/* Drained: close, so that no push lands after the owner left
+		 * (a push that finds CLOSED is refused). */
+		return __atomic_compare_exchange_n(&me->head, &h, CLOSED,
+		    false, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED) ? LEAVE : GO_ON;
+	}
+	if (__atomic_load_n(&pq->paused, __ATOMIC_RELAXED)) {
+		/* Holding nothing: idle for tpe_wait_idle meanwhile. */
+		set_asleep(pq, me);
+		wait_while_paused(pq, me);
+		set_awake(me);
+		return GO_ON;
+	}
+	h = spin(pq, me, gen);
+	if (h == NULL &&
+	    !is_task(__atomic_load_n(&me->head, __ATOMIC_RELAXED)) &&
+	    __atomic_load_n(&pq->gen, __ATOMIC_RELAXED) == gen)
+		h = sleep_until_work(pq, me, gen);
+	*hp = h;
+	return GO_ON;
+}
+
+static bool
+pw_worker_loop(struct tpe__queue *q)
+{
+	struct pw_queue *pq = pw_of(q);
+	size_t i = __atomic_fetch_add(&pq->next_slot, 1, __ATOMIC_RELAXED);
+	struct slot *me;
+	struct tpe__task *h;
+	enum step st;
+
+	/* Fixed pool: exactly one worker per slot, never replaced. */
+	TPE__ASSERT(i < pq->n);
+	me = &pq->slots[i];
+	set_awake(me);
+	for (;;) {
+		h = take_own(me);
+		st = h != NULL ? GO_ON : idle(pq, me, &h);
+		if (st == GO_ON && h != NULL)
+			st = run_batch(pq, me, h);
+		if (st != GO_ON)
+			break;
+	}
+	if (st == FORKED)
+		return false;
+	set_asleep(pq, me);
+	return true;
+}
+
+/* ---- the queue operations --------------------------------------------- */
+
+size_t
+tpe__queue_per_worker_sleepers(const struct tpe__queue *q)
+{
+	const struct pw_queue *pq = pw_of_const(q);
+
+	return __atomic_load_n(&pq->deep, __ATOMIC_SEQ_CST) +
+	    __atomic_load_n(&pq->watchers, __ATOMIC_SEQ_CST);
+}
+
+static int
+pw_attach(struct tpe__queue *q, tpe_t *pool)
+{
+	struct pw_queue *pq = pw_of(q);
+
+	pq->pool = pool;
+	/* Before any worker or submitter touches it (node.c): room for the
+	 * nodes in flight, so that the steady state neither mallocs nor
+	 * frees; at most RETURNS_MAX nodes (48 B each) stay cached. */
+	pool->returns.max = RETURNS_MAX;
+	return pool->attr.core == pq->n && pool->attr.max == pq->n ? 0 :
+	    EINVAL;
+}
+
+static void
+pw_wake_all(struct tpe__queue *q)
+{
+	struct pw_queue *pq = pw_of(q);
+	size_t i;
+
+	TPE__ASSERT_HELD(&pq->pool->lock);
+	__atomic_store_n(&pq->paused, pq->pool->paused, __ATOMIC_RELAXED);
+	/* seq_cst, after the change (state: set_state_locked, paused:
+	 * above) and before the wake-ups: pairs with the owner's read of
+	 * gen in idle() and wait_for_change(). */
+	__atomic_add_fetch(&pq->gen, 1, __ATOMIC_SEQ_CST);
+	for (i = 0; i < pq->n; i++)
+		seq_wake(&pq->slots[i]);
+}
+
+static bool
+pw_is_empty(struct tpe__queue *q)
+{
+	struct pw_queue *pq = pw_of(q);
+	size_t i;
+
+	/* seq_cst loads: before the busy flags (pw_busy, Design notes). */
+	for (i = 0; i < pq->n; i++)
+		if (is_task(__atomic_load_n(&pq->slots[i].head,
+		    __ATOMIC_SEQ_CST)))
+			return false;
+	return true;
+}
+
+static bool
+pw_busy(const struct tpe__queue *q)
+{
+	const struct pw_queue *pq = pw_of_const(q);
+	size_t i;
+
+	for (i = 0; i < pq->n; i++)
+		if (__atomic_load_n(&pq->slots[i].busy, __ATOMIC_SEQ_CST))
+			return true;
+	return false;
+}
+
+static void
+pw_counts(const struct tpe__queue *q, size_t *active, uint64_t *completed)
+{
+	const struct pw_queue *pq = pw_of_const(q);
+	size_t i;
+
+	*active = 0;
+	*completed = 0;
+	for (i = 0; i < pq->n; i++) {
+		const struct slot *s = &pq->slots[i];
+		/* Completed before started: never more done than begun.
+		 * Acquire pairs with count()'s release stores. */
+		uint64_t c = __atomic_load_n(&s->completed, __ATOMIC_ACQUIRE);
+		uint64_t b = __atomic_load_n(&s->started, __ATOMIC_ACQUIRE);
+
+		*active += (size_t)(b - c);
+		*completed += c;
+	}
+}
+
+static size_t
+pw_size(struct tpe__queue *q)
+{
+	struct pw_queue *pq = pw_of(q);
+	uint64_t taken = pq->removed, submitted;
+	size_t i;
+
+	TPE__ASSERT_HELD(&pq->pool->lock);
+	for (i = 0; i < pq->n; i++) {
+		const struct slot *s = &pq->slots[i];
+
+		taken += __atomic_load_n(&s->started, __ATOMIC_ACQUIRE) +
+		    __atomic_load_n(&s->dropped, __ATOMIC_ACQUIRE);
+	}
+	/* After the counters (Design notes, statistics). */
+	submitted = __atomic_load_n(&pq->pool->submitted, __ATOMIC_SEQ_CST);
+	return submitted > taken ? (size_t)(submitted - taken) : 0;
+}
+
+static size_t
+pw_remaining(const struct tpe__queue *q)
+{
+	(void)q;
+	return SIZE_MAX;
+}
+
+/* The stacks never refuse a task, but only pw_submit pushes: the pool's
+ * locked paths never offer to this kind. */
+static int
+pw_offer(struct tpe__queue *q, struct tpe__task *t)
+{
+	(void)q;
+	(void)t;
+	return EAGAIN;
+}
+
+static struct tpe__task *
+pw_poll(struct tpe__queue *q)
+{
+	(void)q;
+	return NULL;
+}
+
+/*
+ * The drains of shutdown-now and fork (drain_only: every node matches;
+ * tpe_remove and tpe_purge say ENOTSUP before they get here). Each stack
+ * is detached with a CAS that leaves the owner's markers in place. L held.
+ */
+static size_t
+pw_remove_if(struct tpe__queue *q, tpe__task_match_fn match, void *ctx,
+    size_t max, struct tpe__task_list *out)
+{
+	struct pw_queue *pq = pw_of(q);
+	size_t i, n = 0;
+
+	TPE__ASSERT_HELD(&pq->pool->lock);
+	for (i = 0; i < pq->n && n < max; i++) {
+		struct slot *s = &pq->slots[i];
+		struct tpe__task *h = __atomic_load_n(&s->head,
+		    __ATOMIC_RELAXED);
+		struct tpe__task *t;
+
+		/* seq_cst (acquire): pairs with the pushes' CAS. */
+		while (is_task(h) && !__atomic_compare_exchange_n(&s->head,
+		    &h, NULL, false, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+			;
+		if (!is_task(h))
+			continue;
+		for (h = reverse(h); (t = h) != NULL; n++) {
+			h = t->next;
+			TPE__ASSERT(match(t, ctx));
+			tpe__task_list_push(out, t);
+		}
+	}
+	pq->removed += n;
+	return n;
+}
+
+static void
+pw_destroy(struct tpe__queue *q)
+{
+	struct pw_queue *pq = pw_of(q);
+#ifndef USE_FUTEX
+	size_t i;
+
+	for (i = 0; i < pq->n; i++) {
+		tpe__cond_destroy(&pq->slots[i].cond);
+		tpe__mutex_destroy(&pq->slots[i].lock);
+	}
+#endif
+	free(pq->slots);
+	free(pq);
+}
+
+static const struct tpe__queue_ops per_worker_ops = {
+	.name = "per-worker",
+	.offer = pw_offer,
+	.poll = pw_poll,
+	.size = pw_size,
+	.remaining = pw_remaining,
+	.remove_if = pw_remove_if,
+	.destroy = pw_destroy,
+	.is_empty = pw_is_empty,
+	.attach = pw_attach,
+	.submit = pw_submit,
+	.worker_loop = pw_worker_loop,
+	.wake_all = pw_wake_all,
+	.busy = pw_busy,
+	.counts = pw_counts,
+	.fixed_pool = true,
+	.drain_only = true,
+};
+
+int
+tpe__queue_per_worker_create(struct tpe__queue **q, size_t workers)
+{
+	struct pw_queue *pq;
+
+	if (workers == 0)
+		return EINVAL;
+	if (posix_memalign((void **)&pq, TPE__CACHE_LINE, sizeof(*pq)) != 0)
+		return ENOMEM;
+	memset(pq, 0, sizeof(*pq));
+	if (posix_memalign((void **)&pq->slots, TPE__CACHE_LINE,
+	    workers * sizeof(*pq->slots)) != 0) {
+		free(pq);
+		return ENOMEM;
+	}
+	memset(pq->slots, 0, workers * sizeof(*pq->slots));
+	pq->n = workers;
+#ifndef USE_FUTEX
+	for (size_t i = 0; i < workers; i++) {
+		tpe__mutex_init(&pq->slots[i].lock);
+		tpe__cond_init(&pq->slots[i].cond);
+	}
+#endif
+	pq->base.ops = &per_worker_ops;
+	*q = &pq->base;
+	return 0;
+}

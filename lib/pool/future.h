@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * future.h - the result of a tpe_submit task.
+ *
+ * Design notes
+ * ------------
+ * States: NEW -> RUNNING -> DONE, or NEW -> CANCELLED. Every transition
+ * happens once, under f->lock, and broadcasts f->cond; a waiter re-checks
+ * the state under the same lock, so all effects of the callable (which ran
+ * before the DONE transition) happen-before tpe_future_get returns 0.
+ *
+ * References: the submitter's and the pool's (refs starts at 2). The pool
+ * drops its reference after running or disposing of the task, so the
+ * submitter may release first. refs is atomic so that release never takes
+ * f->lock (it is also what the child of a fork may call). A future made
+ * before a fork() is freed in the child without destroying its lock and
+ * condition variable: parent threads that waited on them do not exist
+ * there, and glibc's destroy would wait for them forever.
+ */
+#ifndef TPE_FUTURE_H
+#define TPE_FUTURE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "base/sync.h"
+#include "tpe.h"
+
+enum tpe__future_state {
+	TPE__F_NEW,
+	TPE__F_RUNNING,
+	TPE__F_DONE,
+	TPE__F_CANCELLED
+};
+
+struct tpe_future {
+	struct tpe__mutex lock;
+	pthread_cond_t cond;
+	int state;        /* L: f->lock for writes; A: read by is_done */
+	void *result;     /* L: written once, before state = DONE */
+	tpe_call_fn fn;   /* I */
+	void *arg;        /* I */
+	unsigned refs;    /* A: atomic */
+	unsigned fork_gen; /* I: tpe__fork_generation at creation */
+};
+
+/* A new future with two references (the caller's and the pool's). */
+int tpe__future_create(struct tpe_future **f, tpe_call_fn fn, void *arg);
+void tpe__future_unref(struct tpe_future *f);
+
+enum tpe__future_run_result {
+	TPE__RAN,      /* the callable ran; the future is DONE */
+	TPE__NOT_RUN,  /* it was cancelled before it could start */
+	TPE__FORKED    /* the callable forked and this is the child: the
+			* future was left as it was (a parent thread may
+			* hold its lock), and must not be touched */
+};
+
+/* Runs the callable unless the future was cancelled: tpe__future_start,
+ * then tpe__future_run_started. */
+enum tpe__future_run_result tpe__future_run(struct tpe_future *f);
+
+/*
+ * NEW -> RUNNING: true when this call started the future, false when it was
+ * cancelled first. From here on tpe_future_cancel says EBUSY, so a worker
+ * that starts the future before the task hooks never calls the hooks
+ * around a task that a cancel then turns into a no-op.
+ */
+bool tpe__future_start(struct tpe_future *f);
+
+/* Runs the callable of a future that tpe__future_start started, and
+ * completes it: TPE__RAN, or TPE__FORKED (see above). */
+enum tpe__future_run_result tpe__future_run_started(struct tpe_future *f);
+
+/* Whether f is still NEW (neither started nor cancelled). Any thread. */
+static inline bool
+tpe__future_is_new(const struct tpe_future *f)
+{
+	/* Pairs with the release store of a state change (future.c). */
+	return __atomic_load_n(&f->state, __ATOMIC_ACQUIRE) == TPE__F_NEW;
+}
+
+/* NEW -> CANCELLED; true if this call (or an earlier one) cancelled it. */
+bool tpe__future_cancel(struct tpe_future *f);
+
+#endif /* TPE_FUTURE_H */

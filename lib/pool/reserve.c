@@ -1,0 +1,415 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * reserved.c - reserved threads and the hand-off behind tpe_try_execute.
+ * See reserved.h for the design notes and the slot states.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "base/cpu.h"
+#include "pool/pool.h"
+#include "pool/reserve.h"
+
+enum { EMPTY, WAITING, TAKEN };
+
+/* What a claimer gives a thread it claimed after the pool shut down. */
+static struct tpe__task nothing;
+
+size_t
+tpe__reserve_capacity(const struct tpe_attr *a)
+{
+	size_t n, ncpu;
+
+	/* A per-worker pool's workers never park: none are reserved. */
+	if (a->max <= 1 || a->queue_kind == TPE_QUEUE_PER_WORKER)
+		return 0;
+	if (a->reserved >= 0) {
+		n = (size_t)a->reserved;
+	} else {
+		/* Jetty's: one reserved thread per eight pool threads, no more
+		 * than the CPUs, at least one. */
+		ncpu = tpe__cpu_count();
+		n = a->max / 8 < ncpu ? a->max / 8 : ncpu;
+		if (n == 0)
+			n = 1;
+	}
+	return n < a->max - 1 ? n : a->max - 1;
+}
+
+int
+tpe__reserve_init(struct tpe__reserve *r, size_t capacity)
+{
+	size_t i;
+
+	r->capacity = capacity;
+	r->want = 0;
+	r->starting = 0;
+	r->epoch = 0;
+	r->slots = NULL;
+	if (capacity == 0)
+		return 0;
+	if (posix_memalign((void **)&r->slots, TPE__CACHE_LINE_SIZE,
+	    capacity * sizeof(*r->slots)) != 0)
+		return ENOMEM;
+	for (i = 0; i < capacity; i++) {
+		r->slots[i].state = EMPTY;
+		r->slots[i].item = NULL;
+		tpe__mutex_init(&r->slots[i].lock);
+		tpe__cond_init(&r->slots[i].cond);
+	}
+	return 0;
+}
+
+void
+tpe__reserve_destroy(struct tpe__reserve *r)
+{
+	size_t i;
+
+	for (i = 0; i < r->capacity; i++) {
+		tpe__cond_destroy(&r->slots[i].cond);
+		tpe__mutex_destroy(&r->slots[i].lock);
+	}
+	free(r->slots);
+	r->slots = NULL;
+}
+
+void
+tpe__reserve_atfork_child(struct tpe__reserve *r)
+{
+	size_t i;
+
+	/* The parked threads are the parent's: their slots are free here,
+	 * and their primitives may count waiters that do not exist. */
+	for (i = 0; i < r->capacity; i++) {
+		r->slots[i].state = EMPTY;
+		r->slots[i].item = NULL;
+		tpe__mutex_init(&r->slots[i].lock);
+		tpe__cond_init(&r->slots[i].cond);
+	}
+	r->want = 0;
+	r->starting = 0;
+}
+
+/* seq_cst: the submitter's count of parked threads after its lock-free
+ * push pairs with the parking thread's CAS to WAITING (park). */
+static int
+load_state(const struct tpe__reserve_slot *s)
+{
+	return __atomic_load_n(&s->state, __ATOMIC_SEQ_CST);
+}
+
+static size_t
+count(const struct tpe__reserve *r, int state)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < r->capacity; i++)
+		if (load_state(&r->slots[i]) == state)
+			n++;
+	return n;
+}
+
+size_t
+tpe__reserve_parked(const struct tpe__reserve *r)
+{
+	return count(r, WAITING);
+}
+
+size_t
+tpe__reserve_handing(const struct tpe__reserve *r)
+{
+	return count(r, TAKEN);
+}
+
+/* Where this thread starts looking: spreads claimers over the slots. */
+static size_t
+first_slot(const struct tpe__reserve *r)
+{
+	static __thread char here;
+
+	return ((uintptr_t)&here >> 6) % r->capacity;
+}
+
+/* seq_cst: pairs with the seq_cst store of the pool's state by shutdown
+ * (pool.c, set_state_locked), which then wakes the parked threads. */
+static bool
+claim(struct tpe__reserve_slot *s)
+{
+	int expect = WAITING;
+
+	return load_state(s) == WAITING &&
+	    __atomic_compare_exchange_n(&s->state, &expect, TAKEN, false,
+	    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED);
+}
+
+static void
+give(struct tpe__reserve_slot *s, struct tpe__task *item)
+{
+	tpe__mutex_lock(&s->lock);
+	s->item = item;
+	tpe__cond_signal(&s->cond);
+	tpe__mutex_unlock(&s->lock);
+}
+
+void (*tpe__reserve_hand_hook)(void); /* reserved.h */
+
+bool
+tpe__reserve_hand(struct tpe__reserve *r, struct tpe__task *t,
+    const int *state, const bool *paused, bool *cancelled)
+{
+	size_t i, k;
+
+	*cancelled = false;
+	if (r->capacity == 0)
+		return false;
+	i = first_slot(r);
+	for (k = 0; k < r->capacity; k++, i = (i + 1) % r->capacity) {
+		struct tpe__reserve_slot *s = &r->slots[i];
+
+		if (!claim(s))
+			continue;
+		/* After the claim, as Java's execute re-checks after its
+		 * offer: a shutdown that came first is seen here, and its
+		 * wake-up finds this slot TAKEN and leaves it to us. */
+		if (__atomic_load_n(state, __ATOMIC_SEQ_CST) != TPE__RUNNING) {
+			give(s, &nothing);
+			*cancelled = true;
+			return false;
+		}
+		/* seq_cst: pairs with tpe_pause's store (pool.c,
+		 * set_paused_locked). A pause after this look is caught by
+		 * the owner, which holds the task until resume. */
+		if (__atomic_load_n(paused, __ATOMIC_SEQ_CST)) {
+			give(s, &nothing);
+			return false;
+		}
+		if (tpe__reserve_hand_hook != NULL)
+			tpe__reserve_hand_hook();
+		give(s, t);
+		return true;
+	}
+	return false;
+}
+
+void
+tpe__reserve_request(tpe_t *pool)
+{
+	struct tpe__reserve *r = &pool->reserve;
+	size_t want = __atomic_load_n(&r->want, __ATOMIC_RELAXED);
+
+	while (want + tpe__reserve_parked(r) < r->capacity &&
+	    !__atomic_compare_exchange_n(&r->want, &want, want + 1, true,
+	    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+		;
+	if (__atomic_load_n(&r->want, __ATOMIC_SEQ_CST) == 0)
+		return;
+	/*
+	 * Wake a sleeping worker so it parks, but never wait for the lock:
+	 * a busy lock means a worker or a submitter is at work, and any
+	 * worker that looks for a task next takes the request (get_task).
+	 * A wake-up that is skipped (or lost: it is sent while the worker is
+	 * between its look at `want` and its sleep) is sent again by the next
+	 * miss while the request is outstanding, and a worker that finishes a
+	 * task or times out looks at `want` anyway.
+	 */
+	if (__atomic_load_n(&pool->queue->sleepers, __ATOMIC_SEQ_CST) > 0 &&
+	    tpe__mutex_trylock(&pool->lock)) {
+		tpe__cond_signal(&pool->work_cond);
+		tpe__mutex_unlock(&pool->lock);
+	}
+}
+
+size_t
+tpe__reserve_wanted(const struct tpe__reserve *r)
+{
+	/* Relaxed: a hint; the start it leads to is decided under L. */
+	return __atomic_load_n(&r->want, __ATOMIC_RELAXED);
+}
+
+bool
+tpe__reserve_wanted_locked(tpe_t *pool, bool *reserved)
+{
+	struct tpe__reserve *r = &pool->reserve;
+	size_t want;
+
+	TPE__ASSERT_HELD(&pool->lock);
+	if (*reserved)
+		return true;
+	want = __atomic_load_n(&r->want, __ATOMIC_RELAXED);
+	while (want > 0) {
+		if (__atomic_compare_exchange_n(&r->want, &want, want - 1,
+		    true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+			/* A want is served: one thread started for the
+			 * wants (if any) is accounted for. */
+			if (r->starting > 0)
+				r->starting--;
+			*reserved = true;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* The owner's CAS WAITING -> EMPTY: false when a claimer won the slot. */
+static bool
+leave(struct tpe__reserve_slot *s)
+{
+	int expect = WAITING;
+
+	return __atomic_compare_exchange_n(&s->state, &expect, EMPTY, false,
+	    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED);
+}
+
+/* A free slot, claimed for the caller as WAITING, or NULL. */
+static struct tpe__reserve_slot *
+occupy(struct tpe__reserve *r)
+{
+	size_t i, k;
+
+	i = first_slot(r);
+	for (k = 0; k < r->capacity; k++, i = (i + 1) % r->capacity) {
+		struct tpe__reserve_slot *s = &r->slots[i];
+		int expect = EMPTY;
+
+		/* Release: a claimer that sees WAITING sees an empty item. */
+		if (__atomic_compare_exchange_n(&s->state, &expect, WAITING,
+		    false, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+			return s;
+	}
+	return NULL;
+}
+
+/* How long a parked thread watches its slot before it sleeps: a hand-off
+ * to a sleeping thread costs a wake-up and a context switch (several
+ * microseconds), one to a spinning thread a cache line. Like queue.c's
+ * takers, and only with more than one CPU. */
+#define SPIN_CHECK 64
+int64_t tpe__reserve_spin_ns = 20000; /* A: relaxed; reserved.h */
+
+static void
+spin_until_claimed(const struct tpe__reserve_slot *s, unsigned epoch,
+    const struct tpe__reserve *r)
+{
+	int64_t end;
+	unsigned i;
+
+	if (!tpe__can_spin())
+		return;
+	end = tpe__now_ns() + __atomic_load_n(&tpe__reserve_spin_ns,
+	    __ATOMIC_RELAXED);
+	/* Acquire pairs with the claimer's CAS to TAKEN; the item itself is
+	 * read under the slot lock afterwards. */
+	for (i = 1; load_state(s) == WAITING &&
+	    __atomic_load_n(&r->epoch, __ATOMIC_RELAXED) == epoch; i++) {
+		if (i % SPIN_CHECK == 0) {
+			if (tpe__now_ns() >= end)
+				return;
+			sched_yield(); /* the claimer may share this CPU */
+		} else {
+			tpe__cpu_relax();
+		}
+	}
+}
+
+struct tpe__task *
+tpe__reserve_park_locked(tpe_t *pool, bool *reserved)
+{
+	struct tpe__reserve *r = &pool->reserve;
+	struct tpe__reserve_slot *s;
+	struct tpe__task *item;
+	unsigned epoch;
+	int64_t deadline;
+	bool stay = true;
+
+	TPE__ASSERT_HELD(&pool->lock);
+	s = occupy(r);
+	if (s == NULL) {
+		*reserved = false;
+		return NULL;
+	}
+	/* Read under the pool lock, after get_task's checks of the pool: a
+	 * change made since (under the same lock) bumps it. */
+	epoch = __atomic_load_n(&r->epoch, __ATOMIC_RELAXED);
+	deadline = pool->keep_alive_ns > 0 ?
+	    tpe__deadline(pool->keep_alive_ns) : -1;
+	/*
+	 * Dekker with the lock-free offer (pool.c): the seq_cst CAS to
+	 * WAITING above, then this seq_cst look at the inbox; the submitter
+	 * pushes, then counts parked threads. Either this sees its task and
+	 * does not park, or it sees this thread parked and wakes it.
+	 */
+	if (!tpe__queue_is_empty(pool->queue) && leave(s))
+		return NULL;
+	tpe__mutex_unlock(&pool->lock);
+
+	spin_until_claimed(s, epoch, r);
+	tpe__mutex_lock(&s->lock);
+	while (s->item == NULL) {
+		int rc;
+
+		if (deadline != -2 &&
+		    __atomic_load_n(&r->epoch, __ATOMIC_RELAXED) != epoch) {
+			if (leave(s))
+				break; /* re-check the pool, stay reserved */
+			deadline = -2; /* claimed: the item is coming */
+		}
+		rc = tpe__cond_wait_until(&s->cond, &s->lock,
+		    deadline >= 0 ? deadline : -1);
+		if (rc == ETIMEDOUT && s->item == NULL) {
+			if (leave(s)) {
+				stay = false; /* idled out */
+				break;
+			}
+			deadline = -2;
+		}
+	}
+	item = s->item;
+	s->item = NULL;
+	tpe__mutex_unlock(&s->lock);
+	tpe__mutex_lock(&pool->lock);
+	/*
+	 * A task handed over as the pool was paused (the claimer looked at
+	 * `paused` before tpe_pause set it) waits here for resume or
+	 * shutdown, which clears the pause: the worker loop starts it in
+	 * this same critical section, so no task starts while paused. The
+	 * slot stays TAKEN meanwhile, so tpe_wait_idle counts the task.
+	 * Resume and shutdown broadcast work_cond (wake_workers_locked).
+	 */
+	while (item != NULL && item != &nothing && pool->paused &&
+	    pool->state < TPE__STOP)
+		tpe__cond_wait_until(&pool->work_cond, &pool->lock, -1);
+	/*
+	 * The slot stays TAKEN until the pool lock is held again: a task
+	 * counts as on its way (tpe__reserve_handing) until the worker loop
+	 * counts it in active, in this same critical section, so
+	 * tpe_wait_idle never sees the pool idle in between. Only then is
+	 * the slot free for the next owner.
+	 */
+	if (item != NULL)
+		__atomic_store_n(&s->state, EMPTY, __ATOMIC_RELEASE);
+	*reserved = stay;
+	return item == &nothing ? NULL : item;
+}
+
+void
+tpe__reserve_wake_all_locked(tpe_t *pool)
+{
+	struct tpe__reserve *r = &pool->reserve;
+	size_t i;
+
+	TPE__ASSERT_HELD(&pool->lock);
+	__atomic_add_fetch(&r->epoch, 1, __ATOMIC_RELAXED);
+	for (i = 0; i < r->capacity; i++) {
+		struct tpe__reserve_slot *s = &r->slots[i];
+
+		if (load_state(s) != WAITING)
+			continue;
+		/* Under the slot lock: the owner either has not read the
+		 * epoch yet, or is waiting and gets this broadcast. */
+		tpe__mutex_lock(&s->lock);
+		tpe__cond_broadcast(&s->cond);
+		tpe__mutex_unlock(&s->lock);
+	}
+}

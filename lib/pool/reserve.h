@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * reserved.h - reserved threads: idle workers parked where tpe_try_execute
+ * can hand them a task directly, without the queue.
+ *
+ * Design notes
+ * ------------
+ * A reserved thread is an ordinary worker of the pool (it counts in wc, so
+ * against max) that, instead of waiting on the queue, parks in one of the
+ * pool's `capacity` slots. A tpe_try_execute that finds no parked thread
+ * asks for one (`want`), and the next worker that finds the queue empty in
+ * get_task parks instead of waiting (worker.c); when no worker can answer
+ * (none idle, none starting) and the pool is below max, the miss starts
+ * one (pool.c, reserve_miss), which parks once it finds the queue empty.
+ * So creating a pool starts none, and the caller of tpe_try_execute never
+ * queues or waits for a thread. After running a
+ * handed task a reserved thread parks again; after the keep-alive time
+ * parked (when the keep-alive is not 0) it leaves the reserve and is an
+ * ordinary idle worker again, so an idle reserve shrinks to 0.
+ *
+ * A slot's state (A: atomic):
+ *   EMPTY   -> WAITING   its owner parks (CAS, owner only);
+ *   WAITING -> TAKEN     a claimer won the parked thread (CAS, any thread);
+ *   WAITING -> EMPTY     the owner leaves: idle out, or the pool changed
+ *                        (CAS, owner only: it fails once a claimer won);
+ *   TAKEN   -> EMPTY     the owner took what the claimer put in `item`.
+ * A claimer that won a slot always puts something in it: a task, or
+ * NOTHING when it found the pool shut down after its claim. So an owner
+ * whose CAS WAITING -> EMPTY failed waits for the item and never leaves
+ * without it: a task handed to a thread that is timing out still runs
+ * (the hang Jetty shipped when its idle reserved thread offered itself a
+ * stop token, issue 4612, cannot happen here: nobody blocks on a hand-off).
+ *
+ * Lock order: pool->lock -> slot->lock (wake-ups under the pool lock);
+ * the owner holds only slot->lock while parked, a claimer only slot->lock.
+ */
+#ifndef TPE_RESERVED_H
+#define TPE_RESERVED_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pool/attr.h"
+#include "base/sync.h"
+#include "pool/task.h"
+
+#define TPE__CACHE_LINE_SIZE 64
+
+struct tpe__reserve_slot {
+	int state;                /* A: EMPTY, WAITING, TAKEN (above) */
+	struct tpe__task *item;   /* S: slot->lock; set by the claimer */
+	struct tpe__mutex lock;
+	pthread_cond_t cond;      /* the owner waits here (monotonic) */
+} __attribute__((aligned(TPE__CACHE_LINE_SIZE)));
+
+struct tpe__reserve {
+	size_t capacity;                 /* I: 0 = no reserved threads */
+	struct tpe__reserve_slot *slots; /* I: capacity entries */
+	size_t want;                     /* A: asked for by misses, not parked yet */
+	size_t starting;                 /* L: pool->lock; workers that misses
+					  * started for `want`s no worker took
+					  * yet (pool.c, reserve_miss) */
+	unsigned epoch;                  /* A: bumped (under pool->lock) when
+					  * parked threads must re-check the pool */
+};
+
+/* The capacity the attributes give for a pool of `max` threads: n, or the
+ * heuristic for -1, and at most max - 1 (one thread stays for the queue). */
+size_t tpe__reserve_capacity(const struct tpe_attr *a);
+
+int tpe__reserve_init(struct tpe__reserve *r, size_t capacity);
+void tpe__reserve_destroy(struct tpe__reserve *r);
+/* In the child of fork(): every slot empty, primitives new. */
+void tpe__reserve_atfork_child(struct tpe__reserve *r);
+
+/* How many threads are parked now (a snapshot). Any thread. */
+size_t tpe__reserve_parked(const struct tpe__reserve *r);
+/* How many hand-offs are claimed and not yet taken by their thread. */
+size_t tpe__reserve_handing(const struct tpe__reserve *r);
+
+/*
+ * Hands t to a parked thread: true when one was claimed and given t. Then
+ * `state` and `paused` are re-read after the claim; when the state is not
+ * RUNNING, the thread is given nothing, t is not taken and *cancelled is
+ * set; when the pool is paused, the thread is given nothing and t is not
+ * taken. Never blocks beyond the claimed slot's own lock, which only its
+ * owner also takes.
+ */
+bool tpe__reserve_hand(struct tpe__reserve *r, struct tpe__task *t,
+    const int *state, const bool *paused, bool *cancelled);
+
+/* White-box: called, when set, between a claim's re-checks and the
+ * hand-over of the task (tests build the pause that comes in between). */
+extern void (*tpe__reserve_hand_hook)(void);
+
+/* After a miss: asks for one more reserved thread, at most capacity in
+ * all, and wakes an idle worker when the pool lock is free. Any thread. */
+void tpe__reserve_request(tpe_t *pool);
+
+/* How many threads misses asked for that have not parked yet (a
+ * snapshot). Any thread. */
+size_t tpe__reserve_wanted(const struct tpe__reserve *r);
+
+/*
+ * get_task's question, L held: should this idle worker park? Yes when it
+ * is a reserved thread already (*reserved) or takes one of the `want`s.
+ */
+bool tpe__reserve_wanted_locked(tpe_t *pool, bool *reserved);
+
+/*
+ * Parks the calling worker in a free slot; L held on entry and on return,
+ * dropped while parked. Returns a handed task, or NULL: the pool changed
+ * (re-check it; *reserved stays true), the worker idled out or found no
+ * free slot (*reserved becomes false).
+ */
+struct tpe__task *tpe__reserve_park_locked(tpe_t *pool, bool *reserved);
+
+/* How long a parked thread spins before it sleeps (ns). White-box tests
+ * set it to 0 to race the sleeping protocol itself. */
+extern int64_t tpe__reserve_spin_ns;
+
+/* Parked threads leave their slots and re-check the pool. L held. */
+void tpe__reserve_wake_all_locked(tpe_t *pool);
+
+#endif /* TPE_RESERVED_H */

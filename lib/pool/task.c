@@ -1,0 +1,246 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * task.c - a task's life: made, then run on a worker, run in the caller,
+ * handed back or discarded, or freed unaccepted; each way ends the node
+ * the same way, on the pool's return stack (node.c).
+ *
+ * Design notes
+ * ------------
+ * A function here that calls user code on a thread that is not the pool's
+ * worker first copies what it needs out of the node and ends it: the
+ * callback may destroy the pool afterwards where the manual allows it. A
+ * worker ends the node after the task (the pool outlives its workers), so
+ * that the node goes back warm, and the submitter that reuses it finds it
+ * on the return stack at its next allocation.
+ *
+ * fork() from user code: in the child only the forking thread exists, and
+ * the atfork handler (registry.c) has marked every pool terminated and
+ * reset its counters. A thread that comes back from user code into pool
+ * code in the child must therefore touch neither the pool nor the future
+ * (whose lock a parent thread may hold): every call into user code here is
+ * followed by tpe__forked_since(), and the functions return false so that
+ * their caller returns at once too. The rule is in tpe(7), "Fork".
+ *
+ * Ownership of a future: a task node made by tpe_submit holds the pool's
+ * reference to its future; whoever ends the node without handing that
+ * reference on (to a custom rejection handler's pair) drops it.
+ */
+#include <stdlib.h>
+
+#include "pool/future.h"
+#include "base/invocation.h"
+#include "pool/pool.h"
+#include "pool/registry.h"
+#include "pool/task.h"
+
+__thread struct tpe__task *tpe__tls_running_node; /* task.h */
+
+void
+tpe__task_atfork_child(void)
+{
+	free(tpe__tls_running_node);
+	tpe__tls_running_node = NULL;
+}
+
+/* The one way a node ends: back to its pool's return stack. */
+static void
+end(tpe_t *pool, struct tpe__task *t)
+{
+	tpe__node_put(&pool->returns, t);
+}
+
+struct tpe__task *
+tpe__task_new(tpe_t *pool, tpe_fn fn, void *arg, struct tpe_future *f,
+    const void *owner)
+{
+	struct tpe__task *t = tpe__node_get(&pool->returns);
+
+	if (t != NULL) {
+		t->next = NULL;
+		t->fn = fn;
+		t->arg = arg;
+		t->future = f;
+		t->owner = owner;
+	}
+	return t;
+}
+
+void
+tpe__task_free(tpe_t *pool, struct tpe__task *t)
+{
+	end(pool, t);
+}
+
+/* The argument the user gave: the callable's for a tpe_submit task. */
+static void *
+user_arg(const struct tpe__task *t)
+{
+	return t->future != NULL ? t->future->arg : t->arg;
+}
+
+/* tpe__task_hand_back; with `keep`, the node is left to the caller
+ * (tpe__task_run_keep). */
+static bool
+hand_back(tpe_t *pool, struct tpe__task *t, tpe_handback_fn cb, void *ctx,
+    bool keep)
+{
+	struct tpe_future *f = t->future;
+	tpe_fn fn = f != NULL ? NULL : t->fn;
+	void *arg = user_arg(t);
+	unsigned gen = tpe__fork_gen();
+
+	if (!keep)
+		end(pool, t);
+	if (f != NULL)
+		tpe__future_cancel(f);
+	if (cb != NULL) {
+		cb(fn, arg, ctx);
+		if (tpe__forked_since(gen))
+			return false;
+	}
+	if (f != NULL)
+		tpe__future_unref(f);
+	return true;
+}
+
+bool
+tpe__task_hand_back(tpe_t *pool, struct tpe__task *t, tpe_handback_fn cb,
+    void *ctx)
+{
+	return hand_back(pool, t, cb, ctx, false);
+}
+
+bool
+tpe__task_discard(tpe_t *pool, struct tpe__task *t)
+{
+	return tpe__task_hand_back(pool, t, pool->attr.discard,
+	    pool->attr.discard_ctx);
+}
+
+bool
+tpe__task_hand_back_list(tpe_t *pool, struct tpe__task_list *l,
+    tpe_handback_fn cb, void *ctx)
+{
+	/* Termination waits for this list (pool->handing_back): a callback
+	 * that waits for it would wait for itself (tpe_await_termination's
+	 * EDEADLK). */
+	tpe_t *outer = tpe__tls_hook_pool;
+	struct tpe__task *t;
+	bool ok = true;
+
+	tpe__tls_hook_pool = pool;
+	while (ok && (t = tpe__task_list_pop(l)) != NULL)
+		ok = tpe__task_hand_back(pool, t, cb, ctx);
+	/* Forked in a callback: the rest are the parent's to hand back. */
+	tpe__tls_hook_pool = outer;
+	return ok;
+}
+
+void
+tpe__task_run_inline(tpe_t *pool, struct tpe__task *t)
+{
+	struct tpe_future *f = t->future;
+	tpe_fn fn = t->fn;
+	void *arg = t->arg;
+
+	end(pool, t);
+	if (f == NULL)
+		fn(arg);
+	else if (tpe__future_run(f) != TPE__FORKED)
+		tpe__future_unref(f);
+}
+
+/* A tpe_submit task that a custom rejection handler took, as fn(arg). */
+static void
+run_handed_future(void *arg)
+{
+	struct tpe_future *f = arg;
+
+	if (tpe__future_run(f) != TPE__FORKED)
+		tpe__future_unref(f);
+}
+
+int
+tpe__task_offer_to_handler(tpe_t *pool, struct tpe__task *t,
+    tpe_reject_fn handler, void *ctx)
+{
+	struct tpe_future *f = t->future;
+	int rc;
+
+	if (f != NULL)
+		rc = handler(pool, run_handed_future, f, ctx);
+	else
+		rc = handler(pool, t->fn, t->arg, ctx);
+	/* Taken: the pair (and with it the pool's reference to f) is the
+	 * handler's now; refused: the node goes back to the caller. */
+	if (rc == 0)
+		end(pool, t);
+	return rc;
+}
+
+/* tpe__task_run; with `keep`, the node is left to the caller. */
+static bool
+run(tpe_t *pool, struct tpe__task *t, bool keep)
+{
+	const struct tpe_attr *a = &pool->attr;
+	struct tpe_future *f = t->future;
+	tpe_fn fn = t->fn;
+	void *arg = user_arg(t);
+	unsigned gen = tpe__fork_gen();
+
+	/* A task that unwound out of a non-blocking invocation must not
+	 * leave the next one flagged (invocation.h). */
+	tpe__tls_non_blocking = false;
+	/* A future is started before the hooks: once RUNNING, a cancel says
+	 * EBUSY, so no cancel can make a no-op of a task whose hooks ran
+	 * (tpe_attr_set_task_hooks(3)). */
+	if (f != NULL && !tpe__future_start(f)) {
+		/* Cancelled while queued: a no-op that still counts as
+		 * completed; the discard callback gets it. */
+		return hand_back(pool, t, a->discard, a->discard_ctx, keep);
+	}
+	/* From here to the end of the user code: freed in the child of a
+	 * fork made in it (task.h). */
+	tpe__tls_running_node = t;
+	if (a->before != NULL) {
+		a->before(pool, fn, arg, a->task_hook_ctx);
+		if (tpe__forked_since(gen))
+			return false;
+	}
+	if (f == NULL)
+		fn(arg);
+	else if (tpe__future_run_started(f) == TPE__FORKED)
+		return false;
+	if (tpe__forked_since(gen))
+		return false;
+	if (a->after != NULL) {
+		a->after(pool, fn, arg, a->task_hook_ctx);
+		if (tpe__forked_since(gen))
+			return false;
+	}
+	tpe__tls_running_node = NULL;
+	if (!keep)
+		end(pool, t);
+	if (f != NULL)
+		tpe__future_unref(f);
+	return true;
+}
+
+bool
+tpe__task_run(tpe_t *pool, struct tpe__task *t)
+{
+	return run(pool, t, false);
+}
+
+bool
+tpe__task_run_keep(tpe_t *pool, struct tpe__task *t)
+{
+	return run(pool, t, true);
+}
+
+void
+tpe__task_end_chain(tpe_t *pool, struct tpe__task *first,
+    struct tpe__task *last, size_t n)
+{
+	tpe__node_put_chain(&pool->returns, first, last, n);
+}

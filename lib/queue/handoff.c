@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * queue_handoff.c - the synchronous hand-off queue (Java's SynchronousQueue).
+ *
+ * An offer succeeds only when a worker is waiting in tpe__queue_take() that
+ * no earlier offer has claimed: takers > size. The node then sits in the
+ * list only until that woken taker polls it, so the queue never holds more
+ * nodes than there are waiting workers, and it reports no spare capacity.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "queue/queue.h"
+
+static int
+handoff_offer(struct tpe__queue *q, struct tpe__task *t)
+{
+	if (q->takers <= tpe__linked_size(q))
+		return EAGAIN;
+	return tpe__linked_offer(q, t);
+}
+
+static size_t
+handoff_remaining(const struct tpe__queue *q)
+{
+	(void)q;
+	return 0;
+}
+
+/* Nothing to drop: every node here belongs to a worker that was waiting. */
+static struct tpe__task *
+handoff_drop_oldest(struct tpe__queue *q)
+{
+	(void)q;
+	return NULL;
+}
+
+static const struct tpe__queue_ops handoff_ops = {
+	.name = "handoff",
+	.offer = handoff_offer,
+	.poll = tpe__linked_poll,
+	.size = tpe__linked_size,
+	.remaining = handoff_remaining,
+	.remove_if = tpe__linked_remove_if,
+	.destroy = tpe__linked_destroy,
+	.drop_oldest = handoff_drop_oldest,
+};
+
+int
+tpe__queue_handoff_create(struct tpe__queue **q)
+{
+	int rc = tpe__queue_linked_create(q);
+
+	if (rc == 0)
+		(*q)->ops = &handoff_ops;
+	return rc;
+}
