@@ -23,7 +23,6 @@
 #include <sys/wait.h>
 
 #include "pool/pool.h"
-#include "queue/queue.h"
 #include "base/sync.h"
 
 struct child_result {
@@ -150,29 +149,26 @@ test_debug_locked_function_needs_its_lock(void **state)
 	    "&pool->lock not held by this thread"));
 }
 
-/* The queue ops do not know the pool; tpe__queue_take gets its lock. */
+/* A module below the pool gets the pool's lock as an argument (the submit
+ * line, the reserve): it checks that lock too. */
 static void
-take_unlocked(void)
+line_unlocked(void)
 {
+	struct tpe__submit_line line;
 	struct tpe__mutex lock;
-	pthread_cond_t cond;
-	struct tpe__queue *q;
-	int rc;
 
+	memset(&line, 0, sizeof(line));
 	tpe__mutex_init(&lock);
-	tpe__cond_init(&cond);
-	if (tpe__queue_linked_create(&q) != 0)
-		_exit(97);
-	tpe__queue_take(q, &lock, &cond, 0, false, &rc);
+	tpe__submit_line_wake_all_locked(&line, &lock);
 }
 
 static void
-test_debug_queue_take_needs_the_lock(void **state)
+test_debug_passed_lock_is_checked(void **state)
 {
 	(void)state;
-	/* A condition wait without its mutex is undefined without the check. */
-	assert_checked(take_unlocked, false, DIES_IN("locked",
-	    "tpe__queue_take: lock not held by this thread"));
+	/* A release build has no check: the empty line wakes nobody. */
+	assert_checked(line_unlocked, true, DIES_IN("submit_line",
+	    "tpe__submit_line_wake_all_locked: lock not held by this thread"));
 }
 
 /* ---- TPE__ASSERT ----------------------------------------------------- */
@@ -336,7 +332,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_debug_locked_function_needs_its_lock),
-		cmocka_unit_test(test_debug_queue_take_needs_the_lock),
+		cmocka_unit_test(test_debug_passed_lock_is_checked),
 		cmocka_unit_test(test_debug_assert_names_file_and_line),
 		cmocka_unit_test(test_debug_checks_compile_away_in_release),
 		cmocka_unit_test(test_debug_relock_dies),

@@ -11,6 +11,7 @@
  */
 #include "fault.h"
 
+#include "engine/locked.h"
 #include "pool/pool.h"
 
 static int create_errno = EAGAIN;
@@ -284,7 +285,7 @@ pool_with_reserved(size_t core, size_t max, enum tpe_queue_kind kind,
 	assert_int_equal(tpe_create(&p, a), 0);
 	tpe_attr_destroy(a);
 	assert_int_equal(tpe_prestart_core_threads(p, &started), 0);
-	assert_true(TU_EVENTUALLY((tpe__reserve_request(p),
+	assert_true(TU_EVENTUALLY((tpe__locked_reserve_request((struct tpe__locked *)p->engine),
 	    tu_stats(p).reserved == 1), TU_WAIT_BOUND));
 	return p;
 }

@@ -18,6 +18,7 @@
 #include "testutil.h"
 #include "fault.h"
 
+#include "engine/locked.h"
 #include "pool/node.h"
 #include "pool/pool.h"
 #include "pool/reserve.h"
@@ -977,7 +978,7 @@ test_failure_try_execute_enomem(void **state)
 
 	(void)state;
 	assert_int_equal(tpe_prestart_core_threads(pool, NULL), 0);
-	assert_true(TU_EVENTUALLY((tpe__reserve_request(pool),
+	assert_true(TU_EVENTUALLY((tpe__locked_reserve_request((struct tpe__locked *)pool->engine),
 	    tu_stats(pool).reserved == 1), TU_WAIT_BOUND));
 	fault_arm(&malloc_fault, 0, -1, false);
 	rc = tpe_try_execute(pool, tu_count_fn, &count);

@@ -17,7 +17,7 @@
 #include "testutil.h"
 
 #include "pool/pool.h"
-#include "queue/queue.h"
+#include "engine/stacks.h"
 
 #define EV_TIMEOUT (10 * TU_S)
 
@@ -39,7 +39,7 @@ pw_pool(size_t n)
 static size_t
 sleepers(tpe_t *p)
 {
-	return tpe__queue_per_worker_sleepers(p->queue);
+	return tpe__stacks_sleepers(p->engine);
 }
 
 /* Every test starts with the default spin; some set it to 0. */

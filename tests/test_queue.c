@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_queue.c - white-box tests of the internal queue interface: each kind's
- * offer/poll/size/remaining/remove_if, the hand-off rule, and the waiting
- * taker count of tpe__queue_take. Links the uninstalled core library.
+ * test_queue.c - white-box tests of the internal queue interface (lib/queue):
+ * each kind's offer/poll/size/remaining/remove_if/drop_oldest, the hand-off
+ * rule, the inbox; and the locked engine's wake-up rules and its waiting
+ * workers (counted as idle, timing out). Links the uninstalled core library.
  */
 #include "testutil.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/locked.h"
 #include "queue/queue.h"
 #include "base/sync.h"
 
@@ -53,7 +55,7 @@ check_fifo(struct tpe__queue *q, size_t n)
 	size_t i;
 
 	for (i = 0; i < n; i++)
-		assert_int_equal(q->ops->offer(q, &node[i]), 0);
+		assert_int_equal(q->ops->offer(q, &node[i], 0), 0);
 	assert_int_equal(q->ops->size(q), n);
 
 	tpe__task_list_init(&out);
@@ -73,11 +75,11 @@ check_fifo(struct tpe__queue *q, size_t n)
 	assert_null(q->ops->poll(q));
 	assert_true(tpe__queue_is_empty(q));
 	/* The tail is usable after removing the last node. */
-	assert_int_equal(q->ops->offer(q, &node[9]), 0);
+	assert_int_equal(q->ops->offer(q, &node[9], 0), 0);
 	assert_int_equal(q->ops->remove_if(q, match_odd, NULL, SIZE_MAX, &out),
 	    1);
-	assert_int_equal(q->ops->offer(q, &node[4]), 0);
-	assert_int_equal(q->ops->offer(q, &node[6]), 0);
+	assert_int_equal(q->ops->offer(q, &node[4], 0), 0);
+	assert_int_equal(q->ops->offer(q, &node[6], 0), 0);
 	assert_int_equal(id_of(q->ops->poll(q)), 4);
 	assert_int_equal(id_of(q->ops->poll(q)), 6);
 	assert_null(q->ops->poll(q));
@@ -109,15 +111,15 @@ test_queue_array_fifo_and_bound(void **state)
 	check_fifo(q, 8);
 	/* Wrap the ring around, then fill it: the 9th offer is refused. */
 	for (i = 0; i < 5; i++) {
-		assert_int_equal(q->ops->offer(q, &node[i]), 0);
+		assert_int_equal(q->ops->offer(q, &node[i], 0), 0);
 		assert_int_equal(id_of(q->ops->poll(q)), i);
 	}
 	for (i = 0; i < 8; i++) {
 		assert_int_equal(q->ops->remaining(q), 8 - i);
-		assert_int_equal(q->ops->offer(q, &node[i]), 0);
+		assert_int_equal(q->ops->offer(q, &node[i], 0), 0);
 	}
 	assert_int_equal(q->ops->remaining(q), 0);
-	assert_int_equal(q->ops->offer(q, &node[8]), EAGAIN);
+	assert_int_equal(q->ops->offer(q, &node[8], 0), EAGAIN);
 	{
 		struct tpe__task_list out;
 
@@ -140,125 +142,85 @@ test_queue_handoff_needs_unclaimed_taker(void **state)
 	init_nodes();
 	assert_int_equal(tpe__queue_handoff_create(&q), 0);
 	assert_int_equal(q->ops->remaining(q), 0);
-	assert_int_equal(q->ops->offer(q, &node[0]), EAGAIN);
-	q->takers = 2;
-	assert_int_equal(q->ops->offer(q, &node[0]), 0);
-	assert_int_equal(q->ops->offer(q, &node[1]), 0);
+	assert_int_equal(q->ops->offer(q, &node[0], 0), EAGAIN);
+	assert_int_equal(q->ops->offer(q, &node[0], 2), 0);
+	assert_int_equal(q->ops->offer(q, &node[1], 2), 0);
 	/* Both waiting takers are claimed: a third offer is refused. */
-	assert_int_equal(q->ops->offer(q, &node[2]), EAGAIN);
+	assert_int_equal(q->ops->offer(q, &node[2], 2), EAGAIN);
+	/* Nothing to drop: the nodes are the waiting workers'. */
+	assert_null(q->ops->drop_oldest(q));
 	assert_int_equal(id_of(q->ops->poll(q)), 0);
 	assert_int_equal(id_of(q->ops->poll(q)), 1);
-	q->takers = 0;
 	q->ops->destroy(q);
 }
 
-/* tpe__queue_take counts itself as a taker while it waits. */
-struct take_ctx {
-	struct tpe__mutex lock;
-	pthread_cond_t cond;
-	struct tpe__queue *q;
-	struct tpe__task *got;
-	int rc;
-};
-
-static void *
-taker(void *arg)
-{
-	struct take_ctx *c = arg;
-
-	bool spin = true;
-
-	tpe__mutex_lock(&c->lock);
-	do {
-		c->got = tpe__queue_take(c->q, &c->lock, &c->cond, -1, spin,
-		    &c->rc);
-		spin = false;
-	} while (c->got == NULL);
-	tpe__mutex_unlock(&c->lock);
-	return NULL;
-}
-
+/* A worker waiting for a task counts as idle (the locked engine's takers),
+ * and a hand-off offer is taken by it. */
 static void
-test_queue_take_counts_waiters(void **state)
+test_queue_waiting_worker_counts_idle(void **state)
 {
-	struct take_ctx c;
-	pthread_t th;
-	size_t takers;
+	struct tpe_stats st;
+	tpe_attr_t *a;
+	tpe_t *pool;
+	size_t started;
 
 	(void)state;
-	init_nodes();
-	memset(&c, 0, sizeof(c));
-	tpe__mutex_init(&c.lock);
-	tpe__cond_init(&c.cond);
-	assert_int_equal(tpe__queue_handoff_create(&c.q), 0);
-	pthread_create(&th, NULL, taker, &c);
+	assert_int_equal(tpe_attr_create(&a), 0);
+	assert_int_equal(tpe_attr_set_pool_size(a, 1, 1), 0);
+	assert_int_equal(tpe_attr_set_queue(a, TPE_QUEUE_HANDOFF, 0), 0);
+	assert_int_equal(tpe_attr_set_reserved_threads(a, 0), 0);
+	assert_int_equal(tpe_create(&pool, a), 0);
+	tpe_attr_destroy(a);
+	assert_int_equal(tpe_prestart_core_threads(pool, &started), 0);
+	assert_int_equal(started, 1);
 	assert_true(TU_EVENTUALLY(({
-		tpe__mutex_lock(&c.lock);
-		takers = c.q->takers;
-		tpe__mutex_unlock(&c.lock);
-		takers == 1; }), 10 * TU_S));
-	tpe__mutex_lock(&c.lock);
-	assert_int_equal(c.q->ops->offer(c.q, &node[3]), 0);
-	tpe__queue_offered(c.q); /* wakes it if it is still spinning */
-	tpe__cond_signal(&c.cond);
-	tpe__mutex_unlock(&c.lock);
-	pthread_join(th, NULL);
-	assert_ptr_equal(c.got, &node[3]);
-	assert_int_equal(c.q->takers, 0);
-	c.q->ops->destroy(c.q);
-	tpe__cond_destroy(&c.cond);
-	tpe__mutex_destroy(&c.lock);
+		assert_int_equal(tpe_get_stats(pool, &st, sizeof(st)), 0);
+		st.idle == 1; }), 10 * TU_S));
+	/* The one worker waits: the hand-off takes the task. */
+	assert_int_equal(tpe_execute(pool, tu_nop_fn, NULL), 0);
+	assert_int_equal(tpe_wait_idle(pool, -1), 0);
+	assert_int_equal(tpe_get_stats(pool, &st, sizeof(st)), 0);
+	assert_int_equal(st.completed, 1);
+	assert_int_equal(tpe_destroy(pool), 0);
 }
 
+/* A waiting worker whose keep-alive passes leaves (core timeout). */
 static void
-test_queue_take_times_out(void **state)
+test_queue_waiting_worker_times_out(void **state)
 {
-	struct tpe__mutex lock;
-	pthread_cond_t cond;
-	struct tpe__queue *q;
+	struct tpe_stats st;
+	tpe_attr_t *a;
+	tpe_t *pool;
 	int64_t t0;
-	int rc;
 
 	(void)state;
-	tpe__mutex_init(&lock);
-	tpe__cond_init(&cond);
-	assert_int_equal(tpe__queue_linked_create(&q), 0);
+	assert_int_equal(tpe_attr_create(&a), 0);
+	assert_int_equal(tpe_attr_set_pool_size(a, 1, 1), 0);
+	assert_int_equal(tpe_attr_set_keep_alive(a, 5 * TU_MS), 0);
+	assert_int_equal(tpe_attr_set_allow_core_timeout(a, true), 0);
+	assert_int_equal(tpe_attr_set_reserved_threads(a, 0), 0);
+	assert_int_equal(tpe_create(&pool, a), 0);
+	tpe_attr_destroy(a);
 	t0 = tu_now_ns();
-	tpe__mutex_lock(&lock);
-	do
-		assert_null(tpe__queue_take(q, &lock, &cond,
-		    tpe__deadline(5 * TU_MS), false, &rc));
-	while (rc != ETIMEDOUT);
-	assert_int_equal(q->takers, 0);
-	tpe__mutex_unlock(&lock);
+	assert_int_equal(tpe_prestart_core_threads(pool, NULL), 0);
+	assert_true(TU_EVENTUALLY(({
+		assert_int_equal(tpe_get_stats(pool, &st, sizeof(st)), 0);
+		st.pool_size == 0; }), 10 * TU_S));
+	/* Not before its keep-alive (a lower bound only). */
 	assert_true(tu_now_ns() - t0 >= 5 * TU_MS);
-	q->ops->destroy(q);
-	tpe__cond_destroy(&cond);
-	tpe__mutex_destroy(&lock);
+	assert_int_equal(tpe_destroy(pool), 0);
 }
 
 /* A submitter signals only for sleepers that spinning takers will not cover. */
 static void
 test_queue_signal_only_for_sleepers(void **state)
 {
-	struct tpe__queue *q;
-
 	(void)state;
-	init_nodes();
-	assert_int_equal(tpe__queue_linked_create(&q), 0);
-	assert_int_equal(q->ops->offer(q, &node[0]), 0);
-	q->takers = 2;
-	q->sleepers = 0;
-	assert_false(tpe__queue_needs_signal(q)); /* two spinners */
-	q->sleepers = 1;
-	assert_false(tpe__queue_needs_signal(q)); /* one spinner takes it */
-	assert_int_equal(q->ops->offer(q, &node[1]), 0);
-	assert_true(tpe__queue_needs_signal(q));  /* the second needs a sleeper */
-	q->takers = q->sleepers = 0;
-	assert_false(tpe__queue_needs_signal(q));
-	assert_non_null(q->ops->poll(q));
-	assert_non_null(q->ops->poll(q));
-	q->ops->destroy(q);
+	/* queued, takers, sleepers */
+	assert_false(tpe__locked_signal_needed(1, 2, 0)); /* two spinners */
+	assert_false(tpe__locked_signal_needed(1, 2, 1)); /* one spinner takes it */
+	assert_true(tpe__locked_signal_needed(2, 2, 1));  /* the second needs a sleeper */
+	assert_false(tpe__locked_signal_needed(2, 0, 0));
 }
 
 /*
@@ -276,24 +238,24 @@ test_queue_linked_lockfree_fifo(void **state)
 	(void)state;
 	init_nodes();
 	assert_int_equal(tpe__queue_linked_create(&q), 0);
-	assert_non_null(q->ops->offer_lockfree);
+	assert_non_null(q->inbox);
 	assert_false(tpe__queue_pending(q));
-	assert_true(q->ops->offer_lockfree(q, &node[0]));  /* first: empty */
-	assert_false(q->ops->offer_lockfree(q, &node[1])); /* rides on it */
+	assert_true(tpe__queue_push_lockfree(q, &node[0]));  /* first: empty */
+	assert_false(tpe__queue_push_lockfree(q, &node[1])); /* rides on it */
 	assert_true(tpe__queue_pending(q));
-	assert_int_equal(q->ops->offer(q, &node[2]), 0);
+	assert_int_equal(q->ops->offer(q, &node[2], 0), 0);
 	assert_false(tpe__queue_pending(q));               /* absorbed */
-	assert_true(q->ops->offer_lockfree(q, &node[3]));
-	assert_false(q->ops->offer_lockfree(q, &node[4]));
+	assert_true(tpe__queue_push_lockfree(q, &node[3]));
+	assert_false(tpe__queue_push_lockfree(q, &node[4]));
 	assert_int_equal(q->ops->size(q), 5);
-	assert_true(q->ops->offer_lockfree(q, &node[5]));
+	assert_true(tpe__queue_push_lockfree(q, &node[5]));
 	tpe__task_list_init(&out);
 	assert_int_equal(q->ops->remove_if(q, match_odd, NULL, SIZE_MAX, &out),
 	    3);
 	assert_int_equal(id_of(tpe__task_list_pop(&out)), 1);
 	assert_int_equal(id_of(tpe__task_list_pop(&out)), 3);
 	assert_int_equal(id_of(tpe__task_list_pop(&out)), 5);
-	assert_true(q->ops->offer_lockfree(q, &node[6]));
+	assert_true(tpe__queue_push_lockfree(q, &node[6]));
 	for (i = 0; i <= 6; i += 2)
 		assert_int_equal(id_of(q->ops->poll(q)), i);
 	assert_null(q->ops->poll(q));
@@ -310,11 +272,11 @@ test_queue_lockfree_only_unbounded(void **state)
 
 	(void)state;
 	assert_int_equal(tpe__queue_handoff_create(&q), 0);
-	assert_null(q->ops->offer_lockfree);
+	assert_null(q->inbox);
 	assert_false(tpe__queue_pending(q));
 	q->ops->destroy(q);
 	assert_int_equal(tpe__queue_array_create(&q, 4), 0);
-	assert_null(q->ops->offer_lockfree);
+	assert_null(q->inbox);
 	assert_false(tpe__queue_pending(q));
 	q->ops->destroy(q);
 }
@@ -324,22 +286,12 @@ test_queue_lockfree_only_unbounded(void **state)
 static void
 test_queue_sleeper_needed(void **state)
 {
-	struct tpe__queue *q;
-
 	(void)state;
-	assert_int_equal(tpe__queue_linked_create(&q), 0);
-	q->takers = 0;
-	q->sleepers = 0;
-	assert_false(tpe__queue_sleeper_needed(q)); /* nobody to wake */
-	q->takers = 1;
-	q->sleepers = 1;
-	assert_true(tpe__queue_sleeper_needed(q));  /* the only taker sleeps */
-	q->takers = 2;
-	assert_false(tpe__queue_sleeper_needed(q)); /* one is awake */
-	q->sleepers = 2;
-	assert_true(tpe__queue_sleeper_needed(q));
-	q->takers = q->sleepers = 0;
-	q->ops->destroy(q);
+	/* takers, sleepers */
+	assert_false(tpe__locked_wake_needed(0, 0)); /* nobody to wake */
+	assert_true(tpe__locked_wake_needed(1, 1));  /* the only taker sleeps */
+	assert_false(tpe__locked_wake_needed(2, 1)); /* one is awake */
+	assert_true(tpe__locked_wake_needed(2, 2));
 }
 
 /*
@@ -368,7 +320,7 @@ lf_produce(void *arg)
 
 	pthread_barrier_wait(&p->c->start);
 	for (i = 0; i < LF_PER; i++)
-		p->c->q->ops->offer_lockfree(p->c->q, &base[i]);
+		tpe__queue_push_lockfree(p->c->q, &base[i]);
 	return NULL;
 }
 
@@ -437,8 +389,8 @@ main(void)
 		cmocka_unit_test(test_queue_linked_fifo),
 		cmocka_unit_test(test_queue_array_fifo_and_bound),
 		cmocka_unit_test(test_queue_handoff_needs_unclaimed_taker),
-		cmocka_unit_test(test_queue_take_counts_waiters),
-		cmocka_unit_test(test_queue_take_times_out),
+		cmocka_unit_test(test_queue_waiting_worker_counts_idle),
+		cmocka_unit_test(test_queue_waiting_worker_times_out),
 		cmocka_unit_test(test_queue_signal_only_for_sleepers),
 		cmocka_unit_test(test_queue_deadline_saturates),
 		cmocka_unit_test(test_queue_linked_lockfree_fifo),

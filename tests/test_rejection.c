@@ -10,6 +10,7 @@
 
 #include "testutil.h"
 
+#include "engine/locked.h"
 #include "pool/pool.h"
 #include "base/sync.h"
 
@@ -729,7 +730,8 @@ test_rejection_saturated_then_shutdown_now(void **state)
  * find nothing to drop there (tpe_attr_set_rejection(3)); before the fix it
  * took that node, so a task accepted for an idle worker was discarded and
  * the new one ran instead. The state is built under the pool's lock: one
- * waiting worker counted in q->takers, its node offered, not yet polled.
+ * waiting worker counted in the locked engine's takers, its node offered,
+ * not yet polled.
  */
 static bool
 match_any(const struct tpe__task *t, void *ctx)
@@ -745,23 +747,24 @@ discard_oldest_skips_handed(enum tpe_policy policy)
 	tpe_t *p = tu_pool_with(&(struct tu_pool_opts){ .core = 0, .max = 1,
 	    .queue = TPE_QUEUE_HANDOFF, .policy = policy,
 	    .rejection = TPE_REJECT_DISCARD_OLDEST });
-	struct tpe__queue *q;
+	struct tpe__locked *le = (struct tpe__locked *)p->engine;
+	struct tpe__queue *q = le->q;
 	struct tpe__task *handed, *newer, *victim = NULL;
 	struct tpe__task_list out;
 	int count = 0;
 
-	q = p->queue;
-	handed = tpe__task_new(p, tu_count_fn, &count, NULL, &handed);
-	newer = tpe__task_new(p, tu_count_fn, &count, NULL, &newer);
+	handed = tpe__task_new(&p->tasks, tu_count_fn, &count, NULL, &handed);
+	newer = tpe__task_new(&p->tasks, tu_count_fn, &count, NULL, &newer);
 	assert_non_null(handed);
 	assert_non_null(newer);
 
 	tpe__mutex_lock(&p->lock);
-	q->takers = 1; /* one worker waits in tpe__queue_take */
-	assert_int_equal(q->ops->offer(q, handed), 0);
+	le->takers = 1; /* one worker waits for a task */
+	assert_int_equal(q->ops->offer(q, handed, le->takers), 0);
 	tpe__mutex_unlock(&p->lock);
 
-	assert_int_equal(tpe__pool_replace_oldest(p, newer, &victim), EAGAIN);
+	assert_int_equal(tpe__locked_replace_oldest(le, newer, &victim),
+	    EAGAIN);
 	assert_null(victim);
 
 	tpe__mutex_lock(&p->lock);
@@ -769,10 +772,10 @@ discard_oldest_skips_handed(enum tpe_policy policy)
 	tpe__task_list_init(&out);
 	assert_int_equal(q->ops->remove_if(q, match_any, NULL, 1, &out), 1);
 	assert_ptr_equal(out.head, handed);
-	q->takers = 0;
+	le->takers = 0;
 	tpe__mutex_unlock(&p->lock);
-	tpe__task_free(p, handed);
-	tpe__task_free(p, newer);
+	tpe__task_free(&p->tasks, handed);
+	tpe__task_free(&p->tasks, newer);
 	assert_int_equal(tpe_destroy(p), 0);
 	assert_int_equal(count, 0);
 }

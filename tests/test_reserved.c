@@ -17,6 +17,7 @@
 #include "testutil.h"
 
 #include "base/invocation.h"
+#include "engine/locked.h"
 #include "pool/pool.h"
 #include "pool/reserve.h"
 #include "pool/task.h"
@@ -38,11 +39,19 @@ pool_reserving(size_t threads, int reserved, int64_t keep_alive)
 	return p;
 }
 
+/* Asks the reserve for a thread and wakes a worker to park, as a miss of
+ * tpe_try_execute does. */
+static void
+request(tpe_t *p)
+{
+	tpe__locked_reserve_request((struct tpe__locked *)p->engine);
+}
+
 /* Asks until n threads are parked (see the file comment). */
 static void
 park_reserved(tpe_t *p, size_t n)
 {
-	assert_true(TU_EVENTUALLY((tpe__reserve_request(p),
+	assert_true(TU_EVENTUALLY((request(p),
 	    tu_stats(p).reserved >= n), EV_TIMEOUT));
 }
 
@@ -246,7 +255,7 @@ test_reserved_hit(void **state)
 	assert_int_equal(tpe_wait_idle(p, -1), 0);
 	assert_int_equal(tu_stats(p).submitted, 2);
 	/* Back in the reserve after its task. */
-	assert_true(TU_EVENTUALLY((tpe__reserve_request(p),
+	assert_true(TU_EVENTUALLY((request(p),
 	    tu_stats(p).reserved == 1 && tu_stats(p).completed == 2),
 	    EV_TIMEOUT));
 	assert_int_equal(tpe_destroy(p), 0);
@@ -340,7 +349,7 @@ wait_parked(tpe_t *p)
 
 	while (tpe__reserve_parked(&p->reserve) == 0) {
 		assert_true(tu_now_ns() < end);
-		tpe__reserve_request(p);
+		request(p);
 		sched_yield();
 	}
 }
@@ -519,11 +528,11 @@ test_reserved_claim_after_shutdown(void **state)
 
 	(void)state;
 	park_reserved(p, 1);
-	t = tpe__task_new(p, tu_count_fn, &count, NULL, &token);
+	t = tpe__task_new(&p->tasks, tu_count_fn, &count, NULL, &token);
 	assert_non_null(t);
 	assert_false(tpe__reserve_hand(&p->reserve, t, &shut, &not_paused, &cancelled));
 	assert_true(cancelled);
-	tpe__task_free(p, t);
+	tpe__task_free(&p->tasks, t);
 	/* The thread got nothing, ran nothing, and parks again. */
 	park_reserved(p, 1);
 	assert_int_equal(tpe_try_execute(p, tu_count_fn, &count), 0);
@@ -531,7 +540,7 @@ test_reserved_claim_after_shutdown(void **state)
 	assert_int_equal(tu_load(&count), 1);
 	/* And a running pool's hand-off does not say cancelled. */
 	park_reserved(p, 1);
-	t = tpe__task_new(p, tu_count_fn, &count, NULL, &token);
+	t = tpe__task_new(&p->tasks, tu_count_fn, &count, NULL, &token);
 	assert_non_null(t);
 	cancelled = true;
 	assert_true(tpe__reserve_hand(&p->reserve, t, &p->state, &p->paused,
@@ -576,13 +585,13 @@ claim_once(tpe_t *pool)
 	bool cancelled, won;
 	char token = 0;
 
-	t = tpe__task_new(pool, tu_count_fn, &count, NULL, &token);
+	t = tpe__task_new(&pool->tasks, tu_count_fn, &count, NULL, &token);
 	if (t == NULL)
 		return false;
 	won = tpe__reserve_hand(&pool->reserve, t, &running, &not_paused,
 	    &cancelled);
 	/* No owner runs it: freed here, won or not. */
-	tpe__task_free(pool, t);
+	tpe__task_free(&pool->tasks, t);
 	return won;
 }
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * queue_per_worker.c - TPE_QUEUE_PER_WORKER: a lock-free stack per worker
- * for many tiny tasks, a queue kind that runs its own workers (queue.h).
+ * stacks.c - the stacks engine (engine.h), TPE_QUEUE_PER_WORKER: a
+ * lock-free stack per worker for many tiny tasks.
  *
  * Design notes
  * ------------
@@ -141,9 +141,9 @@
 #endif
 
 #include "base/cpu.h"
-#include "pool/pool.h"
-#include "queue/queue.h"
 #include "base/sync.h"
+#include "engine/stacks.h"
+#include "pool/pool.h"
 #include "pool/task.h"
 
 /* The markers of the stack word; never valid node addresses. */
@@ -154,7 +154,7 @@
  * (several microseconds on a virtual machine). A variable, read when a
  * spin starts, so that white-box tests can make workers sleep at once. */
 int64_t tpe__per_worker_spin_ns = 50000;
-/* White-box tests (queue.h): NULL outside them. */
+/* White-box tests (stacks.h): NULL outside them. */
 void (*tpe__per_worker_steal_hook)(void);
 /* Spin steps between looks at the clock and at other stacks. */
 #define SPIN_CHECK 64
@@ -189,7 +189,7 @@ struct slot {
 } __attribute__((aligned(TPE__CACHE_LINE)));
 
 struct pw_queue {
-	struct tpe__queue base;   /* ops I; takers, sleepers unused (0) */
+	struct tpe__engine base;  /* I */
 	tpe_t *pool;              /* I: set by attach */
 	size_t n;                 /* I: slots, = workers */
 	struct slot *slots;       /* I: n of them */
@@ -209,20 +209,20 @@ struct pw_queue {
 };
 
 /*
- * The per-worker queue whose base is q. Every tpe__queue this file's ops
- * receive was made by tpe__queue_per_worker_create as a pw_queue (base
+ * The stacks engine whose base is q. Every tpe__engine this file's ops
+ * receive was made by tpe__engine_stacks_create as a pw_queue (base
  * first, the whole aligned to a cache line), so the cast restores the type
  * it was made with; it goes through void * because the compiler cannot
  * know that the stricter alignment holds (clang's -Wcast-align).
  */
 static inline struct pw_queue *
-pw_of(struct tpe__queue *q)
+pw_of(struct tpe__engine *q)
 {
 	return (struct pw_queue *)(void *)q;
 }
 
 static inline const struct pw_queue *
-pw_of_const(const struct tpe__queue *q)
+pw_of_const(const struct tpe__engine *q)
 {
 	return (const struct pw_queue *)(const void *)q;
 }
@@ -492,7 +492,7 @@ push(struct slot *s, struct tpe__task *t)
 }
 
 static int
-pw_submit(struct tpe__queue *q, tpe_fn fn, void *arg, struct tpe_future *f)
+pw_submit(struct tpe__engine *q, tpe_fn fn, void *arg, struct tpe_future *f)
 {
 	struct pw_queue *pq = pw_of(q);
 	tpe_t *pool = pq->pool;
@@ -501,7 +501,7 @@ pw_submit(struct tpe__queue *q, tpe_fn fn, void *arg, struct tpe_future *f)
 
 	if (load_state(pool) != TPE__RUNNING)
 		return ECANCELED;
-	t = tpe__task_new(pool, fn, arg, f, NULL);
+	t = tpe__task_new(&pool->tasks, fn, arg, f, NULL);
 	if (t == NULL)
 		return ENOMEM;
 	/* Counted before any worker can take it (the statistics). */
@@ -511,7 +511,7 @@ pw_submit(struct tpe__queue *q, tpe_fn fn, void *arg, struct tpe_future *f)
 	if (old == CLOSED) {
 		/* The owner left: the pool is shut down. */
 		tpe__pool_count_submitted(pool, -1);
-		tpe__task_free(pool, t);
+		tpe__task_free(&pool->tasks, t);
 		return ECANCELED;
 	}
 	if (old == SLEEP)
@@ -612,7 +612,7 @@ hand_back_all(struct pw_queue *pq, struct slot *me, struct tpe__task *fifo)
 	while ((t = fifo) != NULL) {
 		fifo = t->next;
 		count(&me->dropped);
-		if (!tpe__task_discard(pq->pool, t))
+		if (!tpe__task_discard(&pq->pool->tasks, t))
 			return FORKED;
 	}
 	return GO_ON;
@@ -652,7 +652,7 @@ run_batch(struct pw_queue *pq, struct slot *me, struct tpe__task *h)
 			wait_while_paused(pq, me);
 		if (load_state(pool) >= TPE__STOP) {
 			if (done != NULL)
-				tpe__task_end_chain(pool, done, last, n);
+				tpe__task_end_chain(&pool->tasks, done, last, n);
 			return hand_back_all(pq, me, fifo);
 		}
 		fifo = t->next;
@@ -662,7 +662,7 @@ run_batch(struct pw_queue *pq, struct slot *me, struct tpe__task *h)
 		if (fifo != NULL)
 			__atomic_store_n(&me->rest, fifo, __ATOMIC_RELEASE);
 		count(&me->started);
-		if (!tpe__task_run_keep(pool, t))
+		if (!tpe__task_run_keep(&pool->tasks, t))
 			return FORKED; /* touch nothing of the pool */
 		count(&me->completed);
 		t->next = done;
@@ -676,7 +676,7 @@ run_batch(struct pw_queue *pq, struct slot *me, struct tpe__task *h)
 			    __ATOMIC_SEQ_CST);
 	}
 	if (done != NULL)
-		tpe__task_end_chain(pool, done, last, n);
+		tpe__task_end_chain(&pool->tasks, done, last, n);
 	return GO_ON;
 }
 
@@ -825,17 +825,27 @@ idle(struct pw_queue *pq, struct slot *me, struct tpe__task **hp)
 	return GO_ON;
 }
 
+/*
+ * A worker's whole life, without the pool lock: it is dropped on entry and
+ * taken back before the worker gives up its place in wc, as get_task does
+ * before it says exit (engine.h, worker_loop).
+ */
 static bool
-pw_worker_loop(struct tpe__queue *q)
+pw_worker_loop(struct tpe__engine *q, struct tpe__task *first)
 {
 	struct pw_queue *pq = pw_of(q);
+	tpe_t *pool = pq->pool;
 	size_t i = __atomic_fetch_add(&pq->next_slot, 1, __ATOMIC_RELAXED);
 	struct slot *me;
 	struct tpe__task *h;
 	enum step st;
 
-	/* Fixed pool: exactly one worker per slot, never replaced. */
-	TPE__ASSERT(i < pq->n);
+	TPE__ASSERT_HELD(&pool->lock);
+	/* Started by tpe_create, with no first task; a fixed pool: exactly
+	 * one worker per slot, never replaced. */
+	TPE__ASSERT(first == NULL && i < pq->n);
+	(void)first;
+	tpe__mutex_unlock(&pool->lock);
 	me = &pq->slots[i];
 	set_awake(me);
 	for (;;) {
@@ -849,13 +859,16 @@ pw_worker_loop(struct tpe__queue *q)
 	if (st == FORKED)
 		return false;
 	set_asleep(pq, me);
+	tpe__mutex_lock(&pool->lock);
+	TPE__ASSERT(pool->wc > 0 && pool->state >= TPE__SHUTDOWN);
+	tpe__pool_set_wc_locked(pool, pool->wc - 1);
 	return true;
 }
 
-/* ---- the queue operations --------------------------------------------- */
+/* ---- the rest of the interface ---------------------------------------- */
 
 size_t
-tpe__queue_per_worker_sleepers(const struct tpe__queue *q)
+tpe__stacks_sleepers(const struct tpe__engine *q)
 {
 	const struct pw_queue *pq = pw_of_const(q);
 
@@ -864,7 +877,7 @@ tpe__queue_per_worker_sleepers(const struct tpe__queue *q)
 }
 
 static int
-pw_attach(struct tpe__queue *q, tpe_t *pool)
+pw_attach(struct tpe__engine *q, tpe_t *pool)
 {
 	struct pw_queue *pq = pw_of(q);
 
@@ -877,8 +890,28 @@ pw_attach(struct tpe__queue *q, tpe_t *pool)
 	    EINVAL;
 }
 
+/* Never saturates: the blocking submit is the plain one. */
+static int
+pw_submit_wait(struct tpe__engine *q, tpe_fn fn, void *arg,
+    struct tpe_future *f, int64_t timeout_ns)
+{
+	(void)timeout_ns;
+	return pw_submit(q, fn, arg, f);
+}
+
+/* No reserved threads (TPE__CAP_NO_RESERVE): a worker never idles where
+ * tpe_try_execute could hand it a task, so every try misses. */
+static int
+pw_try_submit(struct tpe__engine *q, tpe_fn fn, void *arg)
+{
+	(void)q;
+	(void)fn;
+	(void)arg;
+	return EAGAIN;
+}
+
 static void
-pw_wake_all(struct tpe__queue *q)
+pw_wake_all_locked(struct tpe__engine *q)
 {
 	struct pw_queue *pq = pw_of(q);
 	size_t i;
@@ -893,56 +926,32 @@ pw_wake_all(struct tpe__queue *q)
 		seq_wake(&pq->slots[i]);
 }
 
+/*
+ * Idle: every stack empty, then no worker awake (Design notes,
+ * tpe_wait_idle): the heads are read before the busy flags, all seq_cst.
+ * L held (the waiter's count in idle_waiters was stored under it).
+ */
 static bool
-pw_is_empty(struct tpe__queue *q)
+pw_idle_locked(struct tpe__engine *q)
 {
 	struct pw_queue *pq = pw_of(q);
 	size_t i;
 
-	/* seq_cst loads: before the busy flags (pw_busy, Design notes). */
+	TPE__ASSERT_HELD(&pq->pool->lock);
 	for (i = 0; i < pq->n; i++)
 		if (is_task(__atomic_load_n(&pq->slots[i].head,
 		    __ATOMIC_SEQ_CST)))
 			return false;
+	for (i = 0; i < pq->n; i++)
+		if (__atomic_load_n(&pq->slots[i].busy, __ATOMIC_SEQ_CST))
+			return false;
 	return true;
 }
 
-static bool
-pw_busy(const struct tpe__queue *q)
-{
-	const struct pw_queue *pq = pw_of_const(q);
-	size_t i;
-
-	for (i = 0; i < pq->n; i++)
-		if (__atomic_load_n(&pq->slots[i].busy, __ATOMIC_SEQ_CST))
-			return true;
-	return false;
-}
-
-static void
-pw_counts(const struct tpe__queue *q, size_t *active, uint64_t *completed)
-{
-	const struct pw_queue *pq = pw_of_const(q);
-	size_t i;
-
-	*active = 0;
-	*completed = 0;
-	for (i = 0; i < pq->n; i++) {
-		const struct slot *s = &pq->slots[i];
-		/* Completed before started: never more done than begun.
-		 * Acquire pairs with count()'s release stores. */
-		uint64_t c = __atomic_load_n(&s->completed, __ATOMIC_ACQUIRE);
-		uint64_t b = __atomic_load_n(&s->started, __ATOMIC_ACQUIRE);
-
-		*active += (size_t)(b - c);
-		*completed += c;
-	}
-}
-
+/* How many tasks wait: submitted minus taken (Design notes). L held. */
 static size_t
-pw_size(struct tpe__queue *q)
+pw_queued_locked(struct pw_queue *pq)
 {
-	struct pw_queue *pq = pw_of(q);
 	uint64_t taken = pq->removed, submitted;
 	size_t i;
 
@@ -958,43 +967,49 @@ pw_size(struct tpe__queue *q)
 	return submitted > taken ? (size_t)(submitted - taken) : 0;
 }
 
-static size_t
-pw_remaining(const struct tpe__queue *q)
+/* The workers count themselves (no lock per task); an idle one is any
+ * other worker of wc. L held. */
+static void
+pw_counts_locked(struct tpe__engine *q, struct tpe__engine_counts *c)
 {
-	(void)q;
-	return SIZE_MAX;
-}
+	struct pw_queue *pq = pw_of(q);
+	size_t i, wc = pq->pool->wc;
 
-/* The stacks never refuse a task, but only pw_submit pushes: the pool's
- * locked paths never offer to this kind. */
-static int
-pw_offer(struct tpe__queue *q, struct tpe__task *t)
-{
-	(void)q;
-	(void)t;
-	return EAGAIN;
-}
+	TPE__ASSERT_HELD(&pq->pool->lock);
+	c->active = 0;
+	c->completed = 0;
+	for (i = 0; i < pq->n; i++) {
+		const struct slot *s = &pq->slots[i];
+		/* Completed before started: never more done than begun.
+		 * Acquire pairs with count()'s release stores. */
+		uint64_t done = __atomic_load_n(&s->completed,
+		    __ATOMIC_ACQUIRE);
+		uint64_t begun = __atomic_load_n(&s->started,
+		    __ATOMIC_ACQUIRE);
 
-static struct tpe__task *
-pw_poll(struct tpe__queue *q)
-{
-	(void)q;
-	return NULL;
+		c->active += (size_t)(begun - done);
+		c->completed += done;
+	}
+	c->idle = c->active > wc ? 0 : wc - c->active;
+	c->queued = pw_queued_locked(pq);
 }
 
 /*
- * The drains of shutdown-now and fork (drain_only: every node matches;
+ * The drains of shutdown-now and fork (TPE__CAP_DRAIN_ONLY: every task;
  * tpe_remove and tpe_purge say ENOTSUP before they get here). Each stack
  * is detached with a CAS that leaves the owner's markers in place. L held.
  */
 static size_t
-pw_remove_if(struct tpe__queue *q, tpe__task_match_fn match, void *ctx,
+pw_drain_locked(struct tpe__engine *q, tpe__task_match_fn match, void *ctx,
     size_t max, struct tpe__task_list *out)
 {
 	struct pw_queue *pq = pw_of(q);
 	size_t i, n = 0;
 
 	TPE__ASSERT_HELD(&pq->pool->lock);
+	TPE__ASSERT(match == NULL);
+	(void)match;
+	(void)ctx;
 	for (i = 0; i < pq->n && n < max; i++) {
 		struct slot *s = &pq->slots[i];
 		struct tpe__task *h = __atomic_load_n(&s->head,
@@ -1009,7 +1024,6 @@ pw_remove_if(struct tpe__queue *q, tpe__task_match_fn match, void *ctx,
 			continue;
 		for (h = reverse(h); (t = h) != NULL; n++) {
 			h = t->next;
-			TPE__ASSERT(match(t, ctx));
 			tpe__task_list_push(out, t);
 		}
 	}
@@ -1017,8 +1031,20 @@ pw_remove_if(struct tpe__queue *q, tpe__task_match_fn match, void *ctx,
 	return n;
 }
 
+/* In the child of fork(): the workers are gone; a busy flag left set by
+ * one would make tpe_wait_idle wait forever there. */
 static void
-pw_destroy(struct tpe__queue *q)
+pw_forget_locked(struct tpe__engine *q)
+{
+	struct pw_queue *pq = pw_of(q);
+	size_t i;
+
+	for (i = 0; i < pq->n; i++)
+		__atomic_store_n(&pq->slots[i].busy, 0, __ATOMIC_RELAXED);
+}
+
+static void
+pw_destroy(struct tpe__engine *q)
 {
 	struct pw_queue *pq = pw_of(q);
 #ifndef USE_FUTEX
@@ -1033,27 +1059,23 @@ pw_destroy(struct tpe__queue *q)
 	free(pq);
 }
 
-static const struct tpe__queue_ops per_worker_ops = {
-	.name = "per-worker",
-	.offer = pw_offer,
-	.poll = pw_poll,
-	.size = pw_size,
-	.remaining = pw_remaining,
-	.remove_if = pw_remove_if,
-	.destroy = pw_destroy,
-	.is_empty = pw_is_empty,
+static const struct tpe__engine_ops stacks_ops = {
+	.name = "stacks",
 	.attach = pw_attach,
 	.submit = pw_submit,
+	.submit_wait = pw_submit_wait,
+	.try_submit = pw_try_submit,
 	.worker_loop = pw_worker_loop,
-	.wake_all = pw_wake_all,
-	.busy = pw_busy,
-	.counts = pw_counts,
-	.fixed_pool = true,
-	.drain_only = true,
+	.wake_all_locked = pw_wake_all_locked,
+	.idle_locked = pw_idle_locked,
+	.counts_locked = pw_counts_locked,
+	.drain_locked = pw_drain_locked,
+	.forget_locked = pw_forget_locked,
+	.destroy = pw_destroy,
 };
 
 int
-tpe__queue_per_worker_create(struct tpe__queue **q, size_t workers)
+tpe__engine_stacks_create(size_t workers, struct tpe__engine **q)
 {
 	struct pw_queue *pq;
 
@@ -1075,7 +1097,7 @@ tpe__queue_per_worker_create(struct tpe__queue **q, size_t workers)
 		tpe__cond_init(&pq->slots[i].cond);
 	}
 #endif
-	pq->base.ops = &per_worker_ops;
+	pq->base.ops = &stacks_ops;
 	*q = &pq->base;
 	return 0;
 }

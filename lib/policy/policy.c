@@ -1,48 +1,43 @@
 /* SPDX-License-Identifier: MIT */
-/* policy.c - builds a pool's queue and rejection chain from its attributes. */
+/* policy.c - the table of sizing policies (policy.h). */
 #include <errno.h>
+#include <string.h>
 
 #include "policy/policy.h"
-#include "policy/rejection.h"
 
-int
-tpe__policy_base_queue(const struct tpe_attr *a, struct tpe__queue **q)
+static const struct {
+	enum tpe_policy policy;
+	void (*setup)(struct tpe__policy *p);
+} policies[] = {
+	{ TPE_POLICY_QUEUE_FIRST, tpe__queue_first_setup },
+	{ TPE_POLICY_SCALE_FIRST, tpe__scale_first_setup },
+};
+
+/* Queue-first, Java's: the three steps, then the configured rejection. */
+void
+tpe__queue_first_setup(struct tpe__policy *p)
 {
-	switch (a->queue_kind) {
-	case TPE_QUEUE_UNBOUNDED:
-		return tpe__queue_linked_create(q);
-	case TPE_QUEUE_BOUNDED:
-		return tpe__queue_array_create(q, a->queue_capacity);
-	case TPE_QUEUE_HANDOFF:
-		return tpe__queue_handoff_create(q);
-	case TPE_QUEUE_PER_WORKER:
-		return tpe__queue_per_worker_create(q, a->max);
-	}
-	return EINVAL;
+	p->name = "queue-first";
 }
 
 int
-tpe__policy_install(const struct tpe_attr *a, struct tpe__policy_setup *s)
+tpe__policy_setup(const struct tpe_attr *a, struct tpe__policy *p)
 {
-	int rc;
+	size_t i;
 
-	s->state = NULL;
-	s->queued_grow_to_max = false;
-	s->state_free = NULL;
-	rc = tpe__policy_base_queue(a, &s->queue);
-	if (rc != 0)
-		return rc;
-	tpe__rejection_select(a, &s->reject, &s->reject_ctx);
-	switch (a->policy) {
-	case TPE_POLICY_QUEUE_FIRST:
+	for (i = 0; i < sizeof(policies) / sizeof(policies[0]); i++) {
+		if (policies[i].policy != a->policy)
+			continue;
+		memset(p, 0, sizeof(*p));
+		policies[i].setup(p);
+		/* The configured rejection ends every list. */
+		for (size_t k = 0; k < TPE__VERDICTS_MAX - 1; k++) {
+			if (p->verdicts[k] == TPE__VERDICT_NONE) {
+				p->verdicts[k] = tpe__rejection_verdict(a);
+				break;
+			}
+		}
 		return 0;
-	case TPE_POLICY_SCALE_FIRST:
-		rc = tpe__scale_first_install(s);
-		break;
-	default:
-		rc = EINVAL;
 	}
-	if (rc != 0)
-		s->queue->ops->destroy(s->queue);
-	return rc;
+	return EINVAL;
 }

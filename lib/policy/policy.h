@@ -1,35 +1,74 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * policy.h - sizing policies. A policy decides, at tpe_create, which queue
- * the pool offers to and which rejection function it calls; the pool's
- * execute is always Java's three steps. Queue-first (Java) uses the queue
- * and the rejection policy the attributes name; scale-first wraps both
- * (policy_scale_first.c). A new policy is a new file and a line here.
+ * policy.h - sizing policies and rejection: what the dispatcher does when a
+ * step of Java's execute fails, decided from the attributes once, at
+ * tpe_create.
+ *
+ * Design notes
+ * ------------
+ * Where it sits: above lib/base and the attributes (pool/attr.h); below the
+ * engines, which carry the decisions out. A policy calls nothing: it is
+ * data. The locked engine's execute is always Java's three steps (a core
+ * worker, the queue, a worker below max) and then the rejection; a policy
+ * changes two things in them:
+ *   - whether step 2 may queue a task only for an unclaimed waiting worker
+ *     (scale-first: the pool grows before it queues), and how far the pool
+ *     grows for tasks already queued when it resumes or is resized;
+ *   - the verdicts a refused task goes through, in order (below).
+ * Queue-first (Java) is the plain three steps and the configured rejection
+ * verdict; scale-first (scale_first.c) adds its gate and puts "re-queue"
+ * before the configured verdict.
+ *
+ * Adding a policy: a file in lib/policy with its setup function, and one
+ * row in the table of policy.c.
  */
 #ifndef TPE_POLICY_H
 #define TPE_POLICY_H
 
-#include "pool/attr.h"
-#include "pool/pool.h"
-#include "queue/queue.h"
+#include <stdbool.h>
 
-struct tpe__policy_setup {
-	struct tpe__queue *queue;
-	tpe__reject_fn reject;
-	void *reject_ctx;
-	/* How far the pool grows for tasks already queued when sizes change
-	 * or it resumes: to core (Java) or to max (scale-first). */
-	bool queued_grow_to_max;
-	void *state;                   /* freed with state_free at destroy */
-	void (*state_free)(void *state);
+#include "pool/attr.h"
+
+/*
+ * What becomes of a task that execute's steps refused; the dispatcher
+ * (engine/locked.c, reject) carries it out. All but REQUEUE count as a
+ * rejection in the statistics, and all but REFUSE and REQUEUE refuse with
+ * ECANCELED instead once the pool is shut down.
+ */
+enum tpe__verdict {
+	TPE__VERDICT_NONE,           /* end of the list */
+	TPE__VERDICT_REFUSE,         /* abort: EAGAIN, the caller keeps it */
+	TPE__VERDICT_RUN_HERE,       /* caller-runs: run in the caller */
+	TPE__VERDICT_DISCARD,        /* hand it to the discard callback */
+	TPE__VERDICT_REPLACE_OLDEST, /* drop the queue's oldest, queue it */
+	TPE__VERDICT_HANDLER,        /* the custom rejection handler */
+	TPE__VERDICT_REQUEUE         /* try the steps afresh under the lock,
+				      * then the queue without the step-2
+				      * gate; on EAGAIN the next verdict */
 };
 
-int tpe__policy_install(const struct tpe_attr *a, struct tpe__policy_setup *s);
+#define TPE__VERDICTS_MAX 3
 
-/* The queue the attributes name (unbounded, bounded or hand-off). */
-int tpe__policy_base_queue(const struct tpe_attr *a, struct tpe__queue **q);
+struct tpe__policy {
+	const char *name;
+	/* Step 2 offers only while a waiting worker is not yet claimed by
+	 * a queued task (takers > queued); otherwise step 3 grows the pool. */
+	bool queue_needs_taker;
+	/* Tasks already queued when sizes change or the pool resumes grow
+	 * the pool to max (else to core, as Java's setCorePoolSize). */
+	bool queued_grow_to_max;
+	/* Tried in order until one takes the task or refuses for good. */
+	enum tpe__verdict verdicts[TPE__VERDICTS_MAX];
+};
 
-/* Scale-first: wraps the base queue and rejection in s (policy_scale_first.c). */
-int tpe__scale_first_install(struct tpe__policy_setup *s);
+/* The policy the attributes name. 0 or EINVAL (unknown policy). */
+int tpe__policy_setup(const struct tpe_attr *a, struct tpe__policy *p);
+
+/* The verdict of the rejection the attributes configure (rejection.c). */
+enum tpe__verdict tpe__rejection_verdict(const struct tpe_attr *a);
+
+/* The policies' own setups, one per row of policy.c's table. */
+void tpe__queue_first_setup(struct tpe__policy *p);
+void tpe__scale_first_setup(struct tpe__policy *p);
 
 #endif /* TPE_POLICY_H */

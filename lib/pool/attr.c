@@ -8,6 +8,7 @@
 
 #include "pool/attr.h"
 #include "base/cpu.h"
+#include "engine/engine.h"
 
 #define DEFAULT_KEEP_ALIVE_NS (INT64_C(60) * 1000000000)
 
@@ -24,36 +25,41 @@ tpe__attr_defaults(struct tpe_attr *a)
 	strcpy(a->name_prefix, "tpe");
 }
 
-static int
+/* The capacity rule of the kind's row (engine/kinds.c). */
+static bool
 queue_valid(enum tpe_queue_kind kind, size_t capacity)
 {
-	switch (kind) {
-	case TPE_QUEUE_UNBOUNDED:
-	case TPE_QUEUE_HANDOFF:
-	case TPE_QUEUE_PER_WORKER:
-		return capacity == 0;
-	case TPE_QUEUE_BOUNDED:
-		return capacity > 0;
-	}
-	return 0;
+	const struct tpe__kind *k = tpe__kind_of(kind);
+
+	if (k == NULL)
+		return false;
+	return (k->caps & TPE__CAP_CAPACITY) != 0 ? capacity > 0 :
+	    capacity == 0;
 }
 
 /*
- * The per-worker queue's fixed pool (tpe_attr_set_queue(3)): core == max,
- * no core timeout, the queue-first policy. Other kinds: anything.
+ * What the kind's engine can do (engine.h, caps): a fixed pool has core ==
+ * max and no core timeout (tpe_attr_set_queue(3)); a kind without
+ * TPE__CAP_POLICIES takes only the queue-first policy. Other kinds:
+ * anything.
  */
 static bool
-fixed_pool_ok(const struct tpe_attr *a)
+kind_allows(const struct tpe_attr *a)
 {
-	return a->queue_kind != TPE_QUEUE_PER_WORKER ||
-	    (a->core == a->max && !a->allow_core_timeout &&
-	    a->policy == TPE_POLICY_QUEUE_FIRST);
+	const struct tpe__kind *k = tpe__kind_of(a->queue_kind);
+	unsigned caps = k != NULL ? k->caps : 0;
+
+	if ((caps & TPE__CAP_FIXED) != 0 &&
+	    (a->core != a->max || a->allow_core_timeout))
+		return false;
+	return (caps & TPE__CAP_POLICIES) != 0 ||
+	    a->policy == TPE_POLICY_QUEUE_FIRST;
 }
 
 int
 tpe__attr_validate(const struct tpe_attr *a)
 {
-	if (a->max == 0 || a->core > a->max || !fixed_pool_ok(a))
+	if (a->max == 0 || a->core > a->max || !kind_allows(a))
 		return EINVAL;
 	if (a->keep_alive_ns < 0 ||
 	    (a->keep_alive_ns == 0 && a->allow_core_timeout))
@@ -99,7 +105,7 @@ tpe_attr_set_pool_size(tpe_attr_t *attr, size_t core, size_t max)
 	c = *attr;
 	c.core = core;
 	c.max = max;
-	if (!fixed_pool_ok(&c))
+	if (!kind_allows(&c))
 		return EINVAL;
 	*attr = c;
 	return 0;
@@ -118,10 +124,15 @@ tpe_attr_set_keep_alive(tpe_attr_t *attr, int64_t keep_alive_ns)
 int
 tpe_attr_set_allow_core_timeout(tpe_attr_t *attr, bool allow)
 {
-	if (attr == NULL || (allow && attr->keep_alive_ns == 0) ||
-	    (allow && attr->queue_kind == TPE_QUEUE_PER_WORKER))
+	struct tpe_attr c;
+
+	if (attr == NULL || (allow && attr->keep_alive_ns == 0))
 		return EINVAL;
-	attr->allow_core_timeout = allow;
+	c = *attr;
+	c.allow_core_timeout = allow;
+	if (!kind_allows(&c))
+		return EINVAL;
+	*attr = c;
 	return 0;
 }
 
@@ -135,7 +146,7 @@ tpe_attr_set_queue(tpe_attr_t *attr, enum tpe_queue_kind kind, size_t capacity)
 	c = *attr;
 	c.queue_kind = kind;
 	c.queue_capacity = capacity;
-	if (!fixed_pool_ok(&c))
+	if (!kind_allows(&c))
 		return EINVAL;
 	*attr = c;
 	return 0;
@@ -144,12 +155,16 @@ tpe_attr_set_queue(tpe_attr_t *attr, enum tpe_queue_kind kind, size_t capacity)
 int
 tpe_attr_set_policy(tpe_attr_t *attr, enum tpe_policy policy)
 {
+	struct tpe_attr c;
+
 	if (attr == NULL || (policy != TPE_POLICY_QUEUE_FIRST &&
-	    policy != TPE_POLICY_SCALE_FIRST) ||
-	    (policy != TPE_POLICY_QUEUE_FIRST &&
-	    attr->queue_kind == TPE_QUEUE_PER_WORKER))
+	    policy != TPE_POLICY_SCALE_FIRST))
 		return EINVAL;
-	attr->policy = policy;
+	c = *attr;
+	c.policy = policy;
+	if (!kind_allows(&c))
+		return EINVAL;
+	*attr = c;
 	return 0;
 }
 

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 
 #include "pool/future.h"
-#include "pool/registry.h"
+#include "base/fork.h"
 #include "base/sync.h"
 
 int

@@ -1,26 +1,26 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * pool.c - the pool: tpe_execute's three steps, lifecycle (shutdown,
- * termination), sizing, maintenance and statistics. See pool.h for the
- * design notes, the lock legend and the invariants.
+ * pool.c - the pool: creation, the public calls that hand a task to the
+ * engine, lifecycle (shutdown, termination, fork), sizing, maintenance and
+ * statistics. See pool.h for the design notes, the legend and the
+ * invariants; the path of a task is its engine's (lib/engine).
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "pool/future.h"
+#include "base/fork.h"
 #include "base/invocation.h"
-#include "policy/policy.h"
-#include "pool/pool.h"
-#include "pool/registry.h"
-#include "pool/task.h"
-#include "policy/rejection.h"
 #include "base/sized.h"
 #include "base/sync.h"
+#include "engine/engine.h"
+#include "policy/policy.h"
+#include "pool/future.h"
+#include "pool/pool.h"
+#include "pool/task.h"
 #include "pool/worker.h"
 
 __thread tpe_t *tpe__tls_worker_pool;
-__thread tpe_t *tpe__tls_hook_pool;
 
 static int
 load_state(const tpe_t *pool)
@@ -41,7 +41,7 @@ set_state_locked(tpe_t *pool, int state)
 }
 
 /* seq_cst: pairs with the loads of tpe_try_execute and the claimer's
- * re-check in tpe__reserve_hand (reserved.c). L held. */
+ * re-check in tpe__reserve_hand (reserve.c). L held. */
 static void
 set_paused_locked(tpe_t *pool, bool paused)
 {
@@ -53,23 +53,21 @@ set_paused_locked(tpe_t *pool, bool paused)
 static void
 wake_workers_locked(tpe_t *pool)
 {
-	tpe__reserve_wake_all_locked(pool);
 	TPE__ASSERT_HELD(&pool->lock);
-	pool->config_gen++;
-	tpe__cond_broadcast(&pool->work_cond);
-	if (pool->queue->ops->wake_all != NULL)
-		pool->queue->ops->wake_all(pool->queue);
+	tpe__reserve_wake_all_locked(&pool->reserve, &pool->lock);
+	pool->engine->ops->wake_all_locked(pool->engine);
 	/* Blocked submitters: ECANCELED, or room after a resize or resume. */
-	if (pool->submit_line.head != NULL)
-		tpe__submit_wake_all_locked(pool);
+	tpe__submit_line_wake_all_locked(&pool->submit_line, &pool->lock);
 }
 
-static bool
-match_all(const struct tpe__task *t, void *ctx)
+/* How many tasks wait in the engine. L held. */
+static size_t
+queued_locked(tpe_t *pool)
 {
-	(void)t;
-	(void)ctx;
-	return true;
+	struct tpe__engine_counts c;
+
+	pool->engine->ops->counts_locked(pool->engine, &c);
+	return c.queued;
 }
 
 /* ---- termination ------------------------------------------------------ */
@@ -80,13 +78,16 @@ tpe__pool_try_terminate_locked(tpe_t *pool)
 	TPE__ASSERT_HELD(&pool->lock);
 	if (pool->state == TPE__RUNNING || pool->state >= TPE__TIDYING)
 		return false;
-	if (pool->state == TPE__SHUTDOWN && !tpe__queue_is_empty(pool->queue))
-		return false;
 	if (pool->nthreads != 0 || pool->handing_back != 0) {
 		/* Idle workers must see the new state and leave. */
-		tpe__cond_broadcast(&pool->work_cond);
+		pool->engine->ops->wake_all_locked(pool->engine);
 		return false;
 	}
+	/* No worker is left: after a shutdown, no task may be either (with
+	 * no thread, the engine's idle is "nothing queued"). */
+	if (pool->state == TPE__SHUTDOWN &&
+	    !pool->engine->ops->idle_locked(pool->engine))
+		return false;
 	set_state_locked(pool, TPE__TIDYING);
 	return true;
 }
@@ -124,21 +125,26 @@ unlock_and_terminate(tpe_t *pool)
 
 /* ---- creation --------------------------------------------------------- */
 
+/* In the child of fork(), with pool->lock held by this thread (copied from
+ * the parent): the pool is terminated there; leaves it initialised afresh,
+ * unlocked (base/fork.h). */
+static void
+atfork_child(void *ctx);
+
 /*
- * A queue kind that runs its own workers learns its pool, and a fixed pool
- * starts all its workers now, so that every worker stack has its owner
- * from the first submission on (queue.h). 0, or the error of the kind or
- * of the thread start (the pool is then destroyed by the caller).
+ * The engine learns its pool, and a fixed pool starts all its workers now,
+ * so that every worker of the stacks engine has its stack from the first
+ * submission on (engine.h). 0, or the error of the engine or of the thread
+ * start (the pool is then destroyed by the caller).
  */
 static int
-attach_queue(tpe_t *pool)
+attach_engine(tpe_t *pool)
 {
-	struct tpe__queue *q = pool->queue;
-	int rc = 0;
+	struct tpe__engine *e = pool->engine;
+	int rc;
 
-	if (q->ops->attach != NULL)
-		rc = q->ops->attach(q, pool);
-	if (rc != 0 || !q->ops->fixed_pool)
+	rc = e->ops->attach(e, pool);
+	if (rc != 0 || (e->caps & TPE__CAP_FIXED) == 0)
 		return rc;
 	tpe__mutex_lock(&pool->lock);
 	while (rc == 0 && pool->wc < pool->core)
@@ -150,7 +156,7 @@ attach_queue(tpe_t *pool)
 int
 tpe_create(tpe_t **poolp, const tpe_attr_t *attr)
 {
-	struct tpe__policy_setup setup;
+	struct tpe__policy policy;
 	tpe_t *pool;
 	int rc;
 
@@ -168,7 +174,10 @@ tpe_create(tpe_t **poolp, const tpe_attr_t *attr)
 		rc = tpe__reserve_init(&pool->reserve,
 		    tpe__reserve_capacity(&pool->attr));
 	if (rc == 0) {
-		rc = tpe__policy_install(&pool->attr, &setup);
+		rc = tpe__policy_setup(&pool->attr, &policy);
+		if (rc == 0)
+			rc = tpe__engine_create(&pool->attr, &policy,
+			    &pool->engine);
 		if (rc != 0)
 			tpe__reserve_destroy(&pool->reserve);
 	}
@@ -176,23 +185,23 @@ tpe_create(tpe_t **poolp, const tpe_attr_t *attr)
 		free(pool);
 		return rc;
 	}
-	pool->queue = setup.queue;
-	pool->reject = setup.reject;
-	pool->reject_ctx = setup.reject_ctx;
-	pool->policy_state = setup.state;
-	pool->queued_grow_to_max = setup.queued_grow_to_max;
-	pool->policy_free = setup.state_free;
+	pool->queued_grow_to_max = policy.queued_grow_to_max;
+	pool->tasks.pool = pool;
+	pool->tasks.attr = &pool->attr;
+	pool->tasks.returns = &pool->returns;
 	pool->core = pool->attr.core;
 	pool->max = pool->attr.max;
 	pool->keep_alive_ns = pool->attr.keep_alive_ns;
 	pool->allow_core_timeout = pool->attr.allow_core_timeout;
 	pool->state = TPE__RUNNING;
 	tpe__mutex_init(&pool->lock);
-	tpe__cond_init(&pool->work_cond);
 	tpe__cond_init(&pool->idle_cond);
 	tpe__cond_init(&pool->term_cond);
-	tpe__registry_add(pool);
-	rc = attach_queue(pool);
+	pool->fork_entry.lock = &pool->lock;
+	pool->fork_entry.child = atfork_child;
+	pool->fork_entry.ctx = pool;
+	tpe__fork_register(&pool->fork_entry);
+	rc = attach_engine(pool);
 	if (rc != 0) {
 		/* Never handed out: no terminated hook for it. */
 		pool->attr.terminated = NULL;
@@ -203,113 +212,7 @@ tpe_create(tpe_t **poolp, const tpe_attr_t *attr)
 	return 0;
 }
 
-/* ---- execute ---------------------------------------------------------- */
-
-struct owned_node {
-	const struct tpe__task *t;
-	const void *owner;
-};
-
-static bool
-match_owned(const struct tpe__task *t, void *ctx)
-{
-	const struct owned_node *k = ctx;
-
-	return t == k->t && t->owner == k->owner;
-}
-
-/*
- * Takes the task the caller submitted as node t with token `owner` back out
- * of the queue, uncounted, if it is still there: true when it was (the
- * caller keeps it), false when a worker took it or tpe_shutdown_now handed
- * it back. The token, not the address alone: the node may have run and
- * been reused for another task since the caller last held the lock
- * (task.h). L held.
- */
-static bool
-take_back_locked(tpe_t *pool, struct tpe__task *t, const void *owner)
-{
-	struct owned_node k = { t, owner };
-	struct tpe__task_list out;
-
-	TPE__ASSERT_HELD(&pool->lock);
-	tpe__task_list_init(&out);
-	if (pool->queue->ops->remove_if(pool->queue, match_owned, &k, 1,
-	    &out) == 0)
-		return false;
-	tpe__pool_count_submitted(pool, -1);
-	tpe__pool_notify_idle_locked(pool);
-	tpe__pool_room_locked(pool);
-	return true;
-}
-
-/*
- * t is in the queue and counted: make sure some worker will take it.
- * Returns with pool->lock held; 0, or the start error when no worker is
- * alive and t could be taken back out of the queue (then the caller keeps t).
- */
-static int
-ensure_taker_locked(tpe_t *pool, struct tpe__task *t, const void *owner,
-    bool *signal)
-{
-	int rc;
-
-	TPE__ASSERT_HELD(&pool->lock);
-	*signal = tpe__queue_needs_signal(pool->queue);
-	/* Parked reserved threads do not take queued tasks while another
-	 * worker waits for them; when none does (the others are all busy,
-	 * or there are none), the parked ones leave the reserve to look at
-	 * the queue, so a task never waits behind busy workers while a
-	 * thread of the pool idles (an EPC strategy's queued producer would
-	 * stall production there). They park again once it is empty. */
-	if (pool->wc > 0 && pool->queue->takers == 0 &&
-	    tpe__reserve_parked(&pool->reserve) > 0)
-		tpe__reserve_wake_all_locked(pool);
-	if (pool->wc > 0 || pool->paused)
-		return 0;
-	/* Java's re-check: no worker alive, start one for the queue. */
-	rc = tpe__worker_start_locked(pool, NULL);
-	if (rc == 0 || pool->wc > 0)
-		return 0;
-	/* Samba's rule: nobody can run it, so do not keep it. */
-	return take_back_locked(pool, t, owner) ? rc : 0;
-}
-
-/* After an offer under the lock succeeded: count it, then as above. The
- * lock has been held since the offer, so t is still the caller's task. */
-static int
-accepted_locked(tpe_t *pool, struct tpe__task *t, bool *signal)
-{
-	TPE__ASSERT_HELD(&pool->lock);
-	tpe__pool_count_submitted(pool, 1);
-	tpe__queue_offered(pool->queue);
-	return ensure_taker_locked(pool, t, t->owner, signal);
-}
-
-int
-tpe__pool_replace_oldest(tpe_t *pool, struct tpe__task *t,
-    struct tpe__task **victim)
-{
-	struct tpe__queue *q = pool->queue;
-	bool signal = false;
-	int rc;
-
-	*victim = NULL;
-	tpe__mutex_lock(&pool->lock);
-	if (pool->state != TPE__RUNNING) {
-		rc = ECANCELED;
-	} else if ((*victim = tpe__queue_drop_oldest(q)) == NULL) {
-		rc = EAGAIN;
-	} else if ((rc = tpe__queue_force(q, t)) == 0) {
-		/* Forced: the slot just freed is this task's, whatever policy
-		 * rule the queue's plain offer applies. */
-		rc = accepted_locked(pool, t, &signal);
-	}
-	tpe__mutex_unlock(&pool->lock);
-	if (signal)
-		tpe__cond_signal(&pool->work_cond);
-	return rc;
-}
+/* ---- handing tasks to the engine -------------------------------------- */
 
 void
 tpe__pool_count_rejected(tpe_t *pool)
@@ -319,210 +222,12 @@ tpe__pool_count_rejected(tpe_t *pool)
 	tpe__mutex_unlock(&pool->lock);
 }
 
-/*
- * Starts a worker whose first task is t. t counts as submitted before the
- * lock is dropped: the new worker may run and finish it before the lock
- * comes back, and no snapshot may show completed > submitted. L held.
- */
-static int
-start_with_task_locked(tpe_t *pool, struct tpe__task *t)
-{
-	int rc;
-
-	TPE__ASSERT_HELD(&pool->lock);
-	tpe__pool_count_submitted(pool, 1);
-	rc = tpe__worker_start_locked(pool, t);
-	if (rc != 0)
-		tpe__pool_count_submitted(pool, -1);
-	return rc;
-}
-
-/*
- * Steps 1 and 3: a new worker for t while the pool is below `limit`.
- * Returns true when that decided the call (*rc: 0 started, ECANCELED the
- * pool was shut down while the lock was dropped to start it), false to go
- * on to the next step. L held.
- */
-static bool
-step_start_locked(tpe_t *pool, struct tpe__task *t, size_t limit, int *rc)
-{
-	TPE__ASSERT_HELD(&pool->lock);
-	if (pool->paused || pool->wc >= limit)
-		return false;
-	if (start_with_task_locked(pool, t) == 0) {
-		*rc = 0;
-		return true;
-	}
-	if (pool->state != TPE__RUNNING) {
-		*rc = ECANCELED;
-		return true;
-	}
-	return false;
-}
-
-/*
- * The lock-free offer found the pool shut down, without workers, or with
- * a worker asleep (pool.h): settle t under the lock. 0: the pool took t;
- * ECANCELED: t was taken back (Java's "!isRunning && remove"), the caller
- * keeps it; or ensure_taker_locked's error.
- */
-static int
-settle_lockfree(tpe_t *pool, struct tpe__task *t, const void *owner)
-{
-	bool signal = false;
-	int rc = 0;
-
-	tpe__mutex_lock(&pool->lock);
-	if (pool->state != TPE__RUNNING) {
-		if (take_back_locked(pool, t, owner)) {
-			tpe__task_free(pool, t);
-			rc = ECANCELED;
-		}
-		/* Its removal may be what termination waited for. */
-		unlock_and_terminate(pool);
-		return rc;
-	}
-	rc = ensure_taker_locked(pool, t, owner, &signal);
-	if (rc != 0)
-		tpe__task_free(pool, t);
-	tpe__mutex_unlock(&pool->lock);
-	if (signal)
-		tpe__cond_signal(&pool->work_cond);
-	return rc;
-}
-
-/*
- * Step 2 without the lock, for a queue that takes lock-free offers, once
- * step 1 cannot apply (at least core workers) and some worker is alive
- * (pool.h). Returns false to take the locked path instead.
- */
-static bool
-dispatch_lockfree(tpe_t *pool, tpe_fn fn, void *arg, struct tpe_future *f,
-    const void *owner, int *rc)
-{
-	struct tpe__queue *q = pool->queue;
-	struct tpe__task *t;
-	bool first;
-	size_t wc, parked;
-
-	if (q->ops->offer_lockfree == NULL)
-		return false;
-	wc = __atomic_load_n(&pool->wc, __ATOMIC_RELAXED);
-	if (wc == 0 || wc < __atomic_load_n(&pool->core, __ATOMIC_RELAXED) ||
-	    load_state(pool) != TPE__RUNNING)
-		return false;
-	t = tpe__task_new(pool, fn, arg, f, owner);
-	if (t == NULL) {
-		*rc = ENOMEM;
-		return true;
-	}
-	/* Counted before any worker can finish it (tpe_get_stats). */
-	tpe__pool_count_submitted(pool, 1);
-	first = q->ops->offer_lockfree(q, t);
-	/* Java's re-check after the offer. These seq_cst loads follow the
-	 * push's seq_cst CAS: they pair with the stores of state
-	 * (set_state_locked, under the lock, then the workers' look at the
-	 * queue), of wc (may_leave_locked), of q->sleepers (queue.c) and of
-	 * a reserved slot (reserved.c, park): with threads parked in the
-	 * reserve, some other worker must be waiting for tasks
-	 * (ensure_taker_locked), or the lock settles it. */
-	wc = __atomic_load_n(&pool->wc, __ATOMIC_SEQ_CST);
-	parked = tpe__reserve_parked(&pool->reserve);
-	if (__atomic_load_n(&pool->state, __ATOMIC_SEQ_CST) == TPE__RUNNING &&
-	    wc > parked &&
-	    (parked == 0 || __atomic_load_n(&q->takers, __ATOMIC_SEQ_CST) > 0) &&
-	    !(first && tpe__queue_sleeper_needed(q)))
-		*rc = 0;
-	else
-		*rc = settle_lockfree(pool, t, owner);
-	return true;
-}
-
-int
-tpe__pool_requeue(tpe_t *pool, struct tpe__task *t,
-    int (*force)(struct tpe__queue *q, struct tpe__task *t))
-{
-	struct tpe__queue *q = pool->queue;
-	bool signal = false;
-	int rc;
-
-	tpe__mutex_lock(&pool->lock);
-	if (pool->state != TPE__RUNNING)
-		rc = ECANCELED;
-	else if (q->ops->offer(q, t) == 0)
-		rc = accepted_locked(pool, t, &signal);
-	else if (step_start_locked(pool, t, pool->max, &rc))
-		; /* started (0), or shut down meanwhile (ECANCELED) */
-	else if ((rc = force(q, t)) == 0)
-		rc = accepted_locked(pool, t, &signal);
-	tpe__mutex_unlock(&pool->lock);
-	if (signal)
-		tpe__cond_signal(&pool->work_cond);
-	return rc;
-}
-
-/*
- * Java's execute(): 1. below core, a new worker for t; 2. the queue;
- * 3. below max, a new worker for t; 4. the rejection policy. Step 2 for a
- * queue with lock-free offers goes through dispatch_lockfree, which makes
- * Java's re-checks after its push; everything else is decided under
- * pool->lock, where the shutdown re-check of Java's step 2 is the state
- * test made before the offer under the same lock.
- * 0: the pool (or the policy) took t; else the caller keeps t.
- */
-static int
-dispatch(tpe_t *pool, tpe_fn fn, void *arg, struct tpe_future *f)
-{
-	struct tpe__queue *q = pool->queue;
-	struct tpe__task *t;
-	bool signal = false;
-	char token = 0; /* this call's owner token: its address (task.h) */
-	int rc;
-
-	if (q->ops->submit != NULL)
-		return q->ops->submit(q, fn, arg, f);
-	if (dispatch_lockfree(pool, fn, arg, f, &token, &rc))
-		return rc;
-	if (load_state(pool) != TPE__RUNNING)
-		return ECANCELED;
-	t = tpe__task_new(pool, fn, arg, f, &token);
-	if (t == NULL)
-		return ENOMEM;
-	tpe__mutex_lock(&pool->lock);
-	if (pool->state != TPE__RUNNING) {
-		tpe__mutex_unlock(&pool->lock);
-		tpe__task_free(pool, t);
-		return ECANCELED;
-	}
-	if (step_start_locked(pool, t, pool->core, &rc))
-		goto decided;
-	if (q->ops->offer(q, t) == 0) {
-		rc = accepted_locked(pool, t, &signal);
-		goto decided;
-	}
-	if (step_start_locked(pool, t, pool->max, &rc))
-		goto decided;
-	tpe__mutex_unlock(&pool->lock);
-	rc = pool->reject(pool, t, pool->reject_ctx);
-	if (rc != 0)
-		tpe__task_free(pool, t);
-	return rc;
-
-decided:
-	if (rc != 0)
-		tpe__task_free(pool, t);
-	tpe__mutex_unlock(&pool->lock);
-	if (signal)
-		tpe__cond_signal(&pool->work_cond);
-	return rc;
-}
-
 int
 tpe_execute(tpe_t *pool, tpe_fn fn, void *arg)
 {
 	if (pool == NULL || fn == NULL)
 		return EINVAL;
-	return dispatch(pool, fn, arg, NULL);
+	return pool->engine->ops->submit(pool->engine, fn, arg, NULL);
 }
 
 int
@@ -535,51 +240,11 @@ tpe_execute_typed(tpe_t *pool, tpe_fn fn, void *arg, enum tpe_invocation type)
 	return tpe_execute(pool, fn, arg);
 }
 
-/*
- * A miss of tpe_try_execute: asks the reserve for one more thread, and,
- * when no worker can answer (none idle, none starting) and the pool is
- * below max, starts one, as Jetty's ReservedThreadExecutor starts a
- * reserved thread through its executor. Without it a pool used only
- * through tpe_try_execute would never get a reserved thread. Never waits
- * for the lock (a busy lock means a worker or a submitter is at work, and
- * the next miss tries again) nor for the thread to park: the new worker
- * finds the queue empty and parks (get_task, tpe__reserve_wanted_locked).
- */
-static void
-reserve_miss(tpe_t *pool)
-{
-	struct tpe__reserve *r = &pool->reserve;
-
-	tpe__reserve_request(pool);
-	if (tpe__reserve_wanted(r) == 0 || !tpe__mutex_trylock(&pool->lock))
-		return;
-	/* One thread per want at most: r->starting counts those started
-	 * whose want no worker took yet (tpe__reserve_wanted_locked). */
-	if (pool->state == TPE__RUNNING && !pool->paused &&
-	    pool->queue->takers == 0 && pool->wc < pool->max &&
-	    r->starting < tpe__reserve_wanted(r)) {
-		r->starting++;
-		if (tpe__worker_start_locked(pool, NULL) != 0 &&
-		    r->starting > 0)
-			r->starting--;
-	}
-	tpe__mutex_unlock(&pool->lock);
-}
-
-/*
- * Hands the task to a parked reserved thread, or refuses at once: no
- * queue, no wait for a thread (reserved.h); a miss may start one
- * (reserve_miss). The task
- * counts as submitted before the hand-off, since the reserved thread may
- * finish it before this returns.
- */
+/* Hands the task to an idle reserved worker, or refuses at once: no
+ * queue, no wait for a thread (reserve.h; the engine's try_submit). */
 int
 tpe_try_execute(tpe_t *pool, tpe_fn fn, void *arg)
 {
-	struct tpe__task *t;
-	bool cancelled;
-	char token = 0; /* this call's owner token (task.h) */
-
 	if (pool == NULL || fn == NULL)
 		return EINVAL;
 	if (load_state(pool) != TPE__RUNNING)
@@ -590,23 +255,7 @@ tpe_try_execute(tpe_t *pool, tpe_fn fn, void *arg)
 	 * until resume (tpe__reserve_park_locked). */
 	if (__atomic_load_n(&pool->paused, __ATOMIC_SEQ_CST))
 		return EAGAIN;
-	if (tpe__reserve_parked(&pool->reserve) == 0) {
-		reserve_miss(pool);
-		return EAGAIN;
-	}
-	t = tpe__task_new(pool, fn, arg, NULL, &token);
-	if (t == NULL)
-		return ENOMEM;
-	tpe__pool_count_submitted(pool, 1);
-	if (tpe__reserve_hand(&pool->reserve, t, &pool->state, &pool->paused,
-	    &cancelled))
-		return 0;
-	tpe__pool_count_submitted(pool, -1);
-	tpe__task_free(pool, t);
-	if (cancelled)
-		return ECANCELED;
-	reserve_miss(pool);
-	return EAGAIN;
+	return pool->engine->ops->try_submit(pool->engine, fn, arg);
 }
 
 int
@@ -624,7 +273,7 @@ tpe_submit(tpe_t *pool, tpe_call_fn fn, void *arg, tpe_future_t **future)
 	rc = tpe__future_create(&f, fn, arg);
 	if (rc != 0)
 		return rc;
-	rc = dispatch(pool, NULL, arg, f);
+	rc = pool->engine->ops->submit(pool->engine, NULL, arg, f);
 	if (rc != 0) {
 		tpe__future_unref(f);
 		tpe__future_unref(f);
@@ -634,56 +283,45 @@ tpe_submit(tpe_t *pool, tpe_call_fn fn, void *arg, tpe_future_t **future)
 	return 0;
 }
 
-/* ---- blocking submit: the dispatch without the rejection policy ------- */
+/* ---- blocking submit: the engine's submit_wait ------------------------- */
 
 int
-tpe__pool_place_locked(tpe_t *pool, struct tpe__task *t, bool *signal,
-    bool *saturated)
+tpe_execute_wait(tpe_t *pool, tpe_fn fn, void *arg, int64_t timeout_ns)
 {
-	struct tpe__queue *q = pool->queue;
+	if (pool == NULL || fn == NULL)
+		return EINVAL;
+	/* Where the pool's state says no before anything is allocated, as
+	 * tpe_execute's own check. */
+	if (load_state(pool) != TPE__RUNNING)
+		return ECANCELED;
+	return pool->engine->ops->submit_wait(pool->engine, fn, arg, NULL,
+	    timeout_ns);
+}
+
+int
+tpe_submit_wait(tpe_t *pool, tpe_call_fn fn, void *arg, int64_t timeout_ns,
+    tpe_future_t **future)
+{
+	struct tpe_future *f;
 	int rc;
 
-	TPE__ASSERT_HELD(&pool->lock);
-	*saturated = false;
-	if (pool->state != TPE__RUNNING)
+	if (pool == NULL || fn == NULL || future == NULL)
+		return EINVAL;
+	if (load_state(pool) != TPE__RUNNING)
 		return ECANCELED;
-	/* dispatch's steps 1 to 3, as tpe__pool_requeue decides afresh. */
-	if (step_start_locked(pool, t, pool->core, &rc))
+	rc = tpe__future_create(&f, fn, arg);
+	if (rc != 0)
 		return rc;
-	if (q->ops->offer(q, t) == 0)
-		return accepted_locked(pool, t, signal);
-	if (step_start_locked(pool, t, pool->max, &rc))
+	rc = pool->engine->ops->submit_wait(pool->engine, NULL, arg, f,
+	    timeout_ns);
+	if (rc != 0) {
+		/* Both references: the caller's and the task's (tpe_submit). */
+		tpe__future_unref(f);
+		tpe__future_unref(f);
 		return rc;
-	/* Scale-first's re-enqueue (room in the queue, whatever its rule);
-	 * for queue-first the same offer again, after step 3 may have
-	 * dropped the lock. */
-	if (tpe__queue_force(q, t) == 0)
-		return accepted_locked(pool, t, signal);
-	/* Parked reserved threads (reserved.h) are idle workers that take
-	 * no queued or handed-off task, and a blocked submitter must not
-	 * wait for room only they could make: with tasks queued they look
-	 * again (and take those before they park again); with none (the
-	 * hand-off), one takes t, as from tpe_try_execute. Not while paused. */
-	if (!pool->paused && tpe__reserve_parked(&pool->reserve) > 0) {
-		bool cancelled;
-
-		if (!tpe__queue_is_empty(q)) {
-			tpe__reserve_wake_all_locked(pool);
-		} else {
-			/* Counted first: the reserved thread may finish t
-			 * before the caller counts (tpe_try_execute). */
-			tpe__pool_count_submitted(pool, 1);
-			if (tpe__reserve_hand(&pool->reserve, t, &pool->state,
-			    &pool->paused, &cancelled))
-				return 0;
-			tpe__pool_count_submitted(pool, -1);
-		}
 	}
-	/* Saturated, unless no worker is alive and the pool is not paused:
-	 * then step 3 could not start a thread (below max), and no worker
-	 * will ever make room. */
-	*saturated = pool->wc > 0 || pool->paused;
-	return EAGAIN;
+	*future = f;
+	return 0;
 }
 
 /* ---- lifecycle -------------------------------------------------------- */
@@ -698,7 +336,7 @@ ensure_worker_locked(tpe_t *pool)
 {
 	TPE__ASSERT_HELD(&pool->lock);
 	if (pool->wc > 0 || pool->paused || pool->state >= TPE__STOP ||
-	    tpe__queue_is_empty(pool->queue))
+	    queued_locked(pool) == 0)
 		return 0;
 	return tpe__worker_start_locked(pool, NULL);
 }
@@ -719,7 +357,7 @@ tpe_shutdown(tpe_t *pool)
 	}
 	if (ensure_worker_locked(pool) != 0 && pool->wc == 0) {
 		/* Nobody can drain the queue: hand its tasks back. */
-		pool->queue->ops->remove_if(pool->queue, match_all, NULL,
+		pool->engine->ops->drain_locked(pool->engine, NULL, NULL,
 		    SIZE_MAX, &orphans);
 	}
 	if (orphans.count > 0) {
@@ -728,7 +366,8 @@ tpe_shutdown(tpe_t *pool)
 
 		pool->handing_back++;
 		tpe__mutex_unlock(&pool->lock);
-		if (!tpe__task_hand_back_list(pool, &orphans, cb, ctx))
+		if (!tpe__task_hand_back_list(&pool->tasks, &orphans, cb,
+		    ctx))
 			return 0; /* forked in cb: the child's pool is done */
 		tpe__mutex_lock(&pool->lock);
 		TPE__ASSERT(pool->handing_back > 0);
@@ -754,7 +393,7 @@ hand_back_removed_locked(tpe_t *pool, struct tpe__task_list *out,
 	pool->handing_back++;
 	tpe__pool_notify_idle_locked(pool);
 	tpe__mutex_unlock(&pool->lock);
-	if (!tpe__task_hand_back_list(pool, out, cb, ctx))
+	if (!tpe__task_hand_back_list(&pool->tasks, out, cb, ctx))
 		return false;
 	tpe__mutex_lock(&pool->lock);
 	TPE__ASSERT(pool->handing_back > 0);
@@ -780,7 +419,7 @@ tpe_shutdown_now(tpe_t *pool, tpe_handback_fn drained, void *ctx)
 		set_paused_locked(pool, false);
 		wake_workers_locked(pool);
 	}
-	pool->queue->ops->remove_if(pool->queue, match_all, NULL, SIZE_MAX,
+	pool->engine->ops->drain_locked(pool->engine, NULL, NULL, SIZE_MAX,
 	    &out);
 	if (!hand_back_removed_locked(pool, &out, drained, ctx))
 		return 0; /* forked in drained: see tpe_shutdown */
@@ -830,16 +469,13 @@ tpe_destroy(tpe_t *pool)
 		return EDEADLK;
 	tpe_shutdown(pool);
 	tpe_await_termination(pool, -1);
-	tpe__registry_remove(pool);
+	tpe__fork_unregister(&pool->fork_entry);
 	tpe__worker_reap(pool);
-	pool->queue->ops->destroy(pool->queue);
+	pool->engine->ops->destroy(pool->engine);
 	tpe__node_returns_free(&pool->returns);
 	tpe__reserve_destroy(&pool->reserve);
-	if (pool->policy_free != NULL)
-		pool->policy_free(pool->policy_state);
 	tpe__cond_destroy(&pool->term_cond);
 	tpe__cond_destroy(&pool->idle_cond);
-	tpe__cond_destroy(&pool->work_cond);
 	tpe__mutex_destroy(&pool->lock);
 	free(pool);
 	return 0;
@@ -866,13 +502,13 @@ static int
 start_for_queue_locked(tpe_t *pool)
 {
 	size_t limit = pool->queued_grow_to_max ? pool->max : pool->core;
-	size_t queued = pool->queue->ops->size(pool->queue);
-	size_t unclaimed = queued > pool->queue->takers ?
-	    queued - pool->queue->takers : 0;
-	size_t k = pool->wc < limit ? limit - pool->wc : 0;
+	struct tpe__engine_counts c;
+	size_t unclaimed, k = pool->wc < limit ? limit - pool->wc : 0;
 	int rc = 0;
 
 	TPE__ASSERT_HELD(&pool->lock);
+	pool->engine->ops->counts_locked(pool->engine, &c);
+	unclaimed = c.queued > c.idle ? c.queued - c.idle : 0;
 	/* Decided once, like Java's setCorePoolSize: a worker just started
 	 * has not taken its task yet, so re-reading the queue would overshoot. */
 	if (k > unclaimed)
@@ -963,8 +599,8 @@ tpe_set_pool_size(tpe_t *pool, size_t core, size_t max)
 {
 	if (pool == NULL || max == 0 || core > max)
 		return EINVAL;
-	/* A fixed pool keeps its size (queue.h, fixed_pool). */
-	if (pool->queue->ops->fixed_pool)
+	/* A fixed pool keeps its size (engine.h, TPE__CAP_FIXED). */
+	if ((pool->engine->caps & TPE__CAP_FIXED) != 0)
 		return core == max && max == pool->attr.max ? 0 : EINVAL;
 	tpe__mutex_lock(&pool->lock);
 	__atomic_store_n(&pool->core, core, __ATOMIC_RELAXED);
@@ -1002,7 +638,7 @@ tpe_set_allow_core_timeout(tpe_t *pool, bool allow)
 	if (pool == NULL)
 		return EINVAL;
 	/* A fixed pool's workers never leave before shutdown. */
-	if (allow && pool->queue->ops->fixed_pool)
+	if (allow && (pool->engine->caps & TPE__CAP_FIXED) != 0)
 		return EINVAL;
 	tpe__mutex_lock(&pool->lock);
 	if (allow && pool->keep_alive_ns == 0) {
@@ -1075,18 +711,19 @@ tpe_remove(tpe_t *pool, tpe_fn fn, void *arg)
 
 	if (pool == NULL || fn == NULL)
 		return EINVAL;
-	if (pool->queue->ops->drain_only)
+	if ((pool->engine->caps & TPE__CAP_DRAIN_ONLY) != 0)
 		return ENOTSUP;
 	tpe__task_list_init(&out);
 	tpe__mutex_lock(&pool->lock);
-	pool->queue->ops->remove_if(pool->queue, match_fn_arg, &m, 1, &out);
+	pool->engine->ops->drain_locked(pool->engine, match_fn_arg, &m, 1,
+	    &out);
 	tpe__pool_notify_idle_locked(pool);
 	if (out.count > 0)
 		tpe__pool_room_locked(pool);
 	unlock_and_terminate(pool);
 	if (out.count == 0)
 		return ENOENT;
-	tpe__task_free(pool, tpe__task_list_pop(&out));
+	tpe__task_free(&pool->tasks, tpe__task_list_pop(&out));
 	return 0;
 }
 
@@ -1101,13 +738,13 @@ tpe_purge(tpe_t *pool, size_t *purged)
 		*purged = 0;
 	if (pool == NULL)
 		return EINVAL;
-	if (pool->queue->ops->drain_only)
+	if ((pool->engine->caps & TPE__CAP_DRAIN_ONLY) != 0)
 		return ENOTSUP;
 	cb = pool->attr.discard;
 	ctx = pool->attr.discard_ctx;
 	tpe__task_list_init(&out);
 	tpe__mutex_lock(&pool->lock);
-	pool->queue->ops->remove_if(pool->queue, match_cancelled, NULL,
+	pool->engine->ops->drain_locked(pool->engine, match_cancelled, NULL,
 	    SIZE_MAX, &out);
 	if (purged != NULL)
 		*purged = out.count;
@@ -1124,6 +761,7 @@ tpe_get_stats(const tpe_t *cpool, struct tpe_stats *stats, size_t size)
 {
 	tpe_t *pool = (tpe_t *)cpool; /* the lock is not part of the value */
 	struct tpe_stats snap, *s = &snap;
+	struct tpe__engine_counts c;
 	bool ended;
 
 	if (pool == NULL ||
@@ -1132,28 +770,19 @@ tpe_get_stats(const tpe_t *cpool, struct tpe_stats *stats, size_t size)
 	memset(s, 0, sizeof(*s));
 	tpe__mutex_lock(&pool->lock);
 	ended = pool->state >= TPE__TIDYING;
+	/* The engine's counts come before `submitted`: a task counts as
+	 * submitted before it can run, so the snapshot never shows more
+	 * completed (or taken from the queue) than submitted. */
+	pool->engine->ops->counts_locked(pool->engine, &c);
 	s->pool_size = ended ? 0 : pool->wc;
 	s->core_size = pool->core;
 	s->max_size = pool->max;
-	s->active = ended ? 0 : pool->active;
-	s->idle = ended ? 0 : pool->queue->takers;
-	s->completed = pool->completed;
-	if (pool->queue->ops->counts != NULL) {
-		size_t active;
-		uint64_t completed;
-
-		/* Its workers count themselves; an idle one is any other. */
-		pool->queue->ops->counts(pool->queue, &active, &completed);
-		s->active = ended ? 0 : active;
-		s->idle = ended || active > pool->wc ? 0 : pool->wc - active;
-		s->completed += completed;
-	}
+	s->active = ended ? 0 : c.active;
+	s->idle = ended ? 0 : c.idle;
+	s->completed = c.completed;
 	s->largest_pool_size = pool->largest;
 	TPE__ASSERT(ended || s->pool_size <= s->largest_pool_size);
-	/* After the completed count: a task counts as submitted before it
-	 * can run, so the snapshot never shows more completed (or taken
-	 * from the queue) than submitted. */
-	s->queued = pool->queue->ops->size(pool->queue);
+	s->queued = c.queued;
 	s->reserved = ended ? 0 : tpe__reserve_parked(&pool->reserve);
 	s->submitted = __atomic_load_n(&pool->submitted, __ATOMIC_SEQ_CST);
 	s->rejected = pool->rejected;
@@ -1164,38 +793,40 @@ tpe_get_stats(const tpe_t *cpool, struct tpe_stats *stats, size_t size)
 
 /* ---- fork ------------------------------------------------------------- */
 
-void
-tpe__pool_atfork_child(tpe_t *pool)
+static void
+atfork_child(void *ctx)
 {
+	tpe_t *pool = ctx;
 	struct tpe__task_list out;
 	struct tpe__task *t;
 
 	TPE__ASSERT_HELD(&pool->lock);
 	/* The workers do not exist here; the queued tasks are the parent's. */
 	tpe__task_list_init(&out);
-	pool->queue->ops->remove_if(pool->queue, match_all, NULL, SIZE_MAX,
+	pool->engine->ops->drain_locked(pool->engine, NULL, NULL, SIZE_MAX,
 	    &out);
 	while ((t = tpe__task_list_pop(&out)) != NULL) {
 		if (t->future != NULL)
 			tpe__future_unref(t->future);
-		tpe__task_free(pool, t);
+		tpe__task_free(&pool->tasks, t);
 	}
 	tpe__worker_forget_all_locked(pool);
+	pool->engine->ops->forget_locked(pool->engine);
 	tpe__pool_set_wc_locked(pool, 0);
 	pool->nthreads = pool->active = 0;
-	pool->queue->takers = 0;
 	pool->idle_waiters = pool->handing_back = 0;
 	/* The blocked submitters were threads of the parent. */
 	memset(&pool->submit_line, 0, sizeof(pool->submit_line));
 	set_paused_locked(pool, false);
 	set_state_locked(pool, TPE__TERMINATED);
 	/* The forking thread may be a worker of this pool or deliver one of
-	 * its callbacks: here it is neither (tpe_destroy works in the child). */
+	 * its callbacks: here it is neither (tpe_destroy works in the child);
+	 * the node of the task it ran is freed (task.h). */
 	tpe__tls_worker_pool = NULL;
 	tpe__tls_hook_pool = NULL;
+	tpe__task_atfork_child();
 	tpe__reserve_atfork_child(&pool->reserve);
 	tpe__mutex_init(&pool->lock);
-	tpe__cond_init(&pool->work_cond);
 	tpe__cond_init(&pool->idle_cond);
 	tpe__cond_init(&pool->term_cond);
 }

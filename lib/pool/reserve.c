@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * reserved.c - reserved threads and the hand-off behind tpe_try_execute.
- * See reserved.h for the design notes and the slot states.
+ * reserve.c - reserved threads and the hand-off behind tpe_try_execute.
+ * See reserve.h for the design notes and the slot states.
  */
 #include <errno.h>
 #include <sched.h>
@@ -9,8 +9,9 @@
 #include <stdlib.h>
 
 #include "base/cpu.h"
-#include "pool/pool.h"
+#include "engine/engine.h"
 #include "pool/reserve.h"
+#include "pool/state.h"
 
 enum { EMPTY, WAITING, TAKEN };
 
@@ -20,10 +21,11 @@ static struct tpe__task nothing;
 size_t
 tpe__reserve_capacity(const struct tpe_attr *a)
 {
+	const struct tpe__kind *k = tpe__kind_of(a->queue_kind);
 	size_t n, ncpu;
 
-	/* A per-worker pool's workers never park: none are reserved. */
-	if (a->max <= 1 || a->queue_kind == TPE_QUEUE_PER_WORKER)
+	/* An engine without reserved threads (engine.h, caps): none. */
+	if (a->max <= 1 || k == NULL || (k->caps & TPE__CAP_NO_RESERVE) != 0)
 		return 0;
 	if (a->reserved >= 0) {
 		n = (size_t)a->reserved;
@@ -193,32 +195,16 @@ tpe__reserve_hand(struct tpe__reserve *r, struct tpe__task *t,
 	return false;
 }
 
-void
-tpe__reserve_request(tpe_t *pool)
+bool
+tpe__reserve_request(struct tpe__reserve *r)
 {
-	struct tpe__reserve *r = &pool->reserve;
 	size_t want = __atomic_load_n(&r->want, __ATOMIC_RELAXED);
 
 	while (want + tpe__reserve_parked(r) < r->capacity &&
 	    !__atomic_compare_exchange_n(&r->want, &want, want + 1, true,
 	    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
 		;
-	if (__atomic_load_n(&r->want, __ATOMIC_SEQ_CST) == 0)
-		return;
-	/*
-	 * Wake a sleeping worker so it parks, but never wait for the lock:
-	 * a busy lock means a worker or a submitter is at work, and any
-	 * worker that looks for a task next takes the request (get_task).
-	 * A wake-up that is skipped (or lost: it is sent while the worker is
-	 * between its look at `want` and its sleep) is sent again by the next
-	 * miss while the request is outstanding, and a worker that finishes a
-	 * task or times out looks at `want` anyway.
-	 */
-	if (__atomic_load_n(&pool->queue->sleepers, __ATOMIC_SEQ_CST) > 0 &&
-	    tpe__mutex_trylock(&pool->lock)) {
-		tpe__cond_signal(&pool->work_cond);
-		tpe__mutex_unlock(&pool->lock);
-	}
+	return __atomic_load_n(&r->want, __ATOMIC_SEQ_CST) > 0;
 }
 
 size_t
@@ -229,12 +215,12 @@ tpe__reserve_wanted(const struct tpe__reserve *r)
 }
 
 bool
-tpe__reserve_wanted_locked(tpe_t *pool, bool *reserved)
+tpe__reserve_wanted_locked(struct tpe__reserve *r, struct tpe__mutex *lock,
+    bool *reserved)
 {
-	struct tpe__reserve *r = &pool->reserve;
 	size_t want;
 
-	TPE__ASSERT_HELD(&pool->lock);
+	TPE__ASSERT_HELD(lock);
 	if (*reserved)
 		return true;
 	want = __atomic_load_n(&r->want, __ATOMIC_RELAXED);
@@ -314,16 +300,16 @@ spin_until_claimed(const struct tpe__reserve_slot *s, unsigned epoch,
 }
 
 struct tpe__task *
-tpe__reserve_park_locked(tpe_t *pool, bool *reserved)
+tpe__reserve_park_locked(struct tpe__reserve *r,
+    const struct tpe__reserve_env *env, bool *reserved)
 {
-	struct tpe__reserve *r = &pool->reserve;
 	struct tpe__reserve_slot *s;
 	struct tpe__task *item;
 	unsigned epoch;
 	int64_t deadline;
 	bool stay = true;
 
-	TPE__ASSERT_HELD(&pool->lock);
+	TPE__ASSERT_HELD(env->lock);
 	s = occupy(r);
 	if (s == NULL) {
 		*reserved = false;
@@ -332,17 +318,18 @@ tpe__reserve_park_locked(tpe_t *pool, bool *reserved)
 	/* Read under the pool lock, after get_task's checks of the pool: a
 	 * change made since (under the same lock) bumps it. */
 	epoch = __atomic_load_n(&r->epoch, __ATOMIC_RELAXED);
-	deadline = pool->keep_alive_ns > 0 ?
-	    tpe__deadline(pool->keep_alive_ns) : -1;
+	deadline = env->keep_alive_ns > 0 ?
+	    tpe__deadline(env->keep_alive_ns) : -1;
 	/*
-	 * Dekker with the lock-free offer (pool.c): the seq_cst CAS to
-	 * WAITING above, then this seq_cst look at the inbox; the submitter
-	 * pushes, then counts parked threads. Either this sees its task and
-	 * does not park, or it sees this thread parked and wakes it.
+	 * Dekker with the lock-free offer (engine/locked.c): the seq_cst CAS
+	 * to WAITING above, then the seq_cst look at the inbox in
+	 * work_waiting; the submitter pushes, then counts parked threads.
+	 * Either this sees its task and does not park, or it sees this
+	 * thread parked and wakes it.
 	 */
-	if (!tpe__queue_is_empty(pool->queue) && leave(s))
+	if (env->work_waiting(env->ctx) && leave(s))
 		return NULL;
-	tpe__mutex_unlock(&pool->lock);
+	tpe__mutex_unlock(env->lock);
 
 	spin_until_claimed(s, epoch, r);
 	tpe__mutex_lock(&s->lock);
@@ -368,18 +355,16 @@ tpe__reserve_park_locked(tpe_t *pool, bool *reserved)
 	item = s->item;
 	s->item = NULL;
 	tpe__mutex_unlock(&s->lock);
-	tpe__mutex_lock(&pool->lock);
+	tpe__mutex_lock(env->lock);
 	/*
 	 * A task handed over as the pool was paused (the claimer looked at
-	 * `paused` before tpe_pause set it) waits here for resume or
-	 * shutdown, which clears the pause: the worker loop starts it in
+	 * `paused` before tpe_pause set it) waits in before_start for resume
+	 * or shutdown, which clears the pause: the worker loop starts it in
 	 * this same critical section, so no task starts while paused. The
 	 * slot stays TAKEN meanwhile, so tpe_wait_idle counts the task.
-	 * Resume and shutdown broadcast work_cond (wake_workers_locked).
 	 */
-	while (item != NULL && item != &nothing && pool->paused &&
-	    pool->state < TPE__STOP)
-		tpe__cond_wait_until(&pool->work_cond, &pool->lock, -1);
+	if (item != NULL && item != &nothing)
+		env->before_start(env->ctx);
 	/*
 	 * The slot stays TAKEN until the pool lock is held again: a task
 	 * counts as on its way (tpe__reserve_handing) until the worker loop
@@ -394,12 +379,11 @@ tpe__reserve_park_locked(tpe_t *pool, bool *reserved)
 }
 
 void
-tpe__reserve_wake_all_locked(tpe_t *pool)
+tpe__reserve_wake_all_locked(struct tpe__reserve *r, struct tpe__mutex *lock)
 {
-	struct tpe__reserve *r = &pool->reserve;
 	size_t i;
 
-	TPE__ASSERT_HELD(&pool->lock);
+	TPE__ASSERT_HELD(lock);
 	__atomic_add_fetch(&r->epoch, 1, __ATOMIC_RELAXED);
 	for (i = 0; i < r->capacity; i++) {
 		struct tpe__reserve_slot *s = &r->slots[i];

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * reserved.h - reserved threads: idle workers parked where tpe_try_execute
+ * reserve.h - reserved threads: idle workers parked where tpe_try_execute
  * can hand them a task directly, without the queue.
  *
  * Design notes
@@ -9,9 +9,14 @@
  * against max) that, instead of waiting on the queue, parks in one of the
  * pool's `capacity` slots. A tpe_try_execute that finds no parked thread
  * asks for one (`want`), and the next worker that finds the queue empty in
- * get_task parks instead of waiting (worker.c); when no worker can answer
- * (none idle, none starting) and the pool is below max, the miss starts
- * one (pool.c, reserve_miss), which parks once it finds the queue empty.
+ * get_task parks instead of waiting (engine/locked.c); when no worker can
+ * answer (none idle, none starting) and the pool is below max, the miss
+ * starts one (engine/locked.c, try_submit), which parks once it finds the
+ * queue empty.
+ *
+ * Where it sits: under the pool and its engine; it takes its own struct
+ * and, to park, a struct tpe__reserve_env (the pool lock and what the
+ * parked thread must ask of the engine), never tpe_t.
  * So creating a pool starts none, and the caller of tpe_try_execute never
  * queues or waits for a thread. After running a
  * handed task a reserved thread parks again; after the keep-alive time
@@ -31,8 +36,9 @@
  * (the hang Jetty shipped when its idle reserved thread offered itself a
  * stop token, issue 4612, cannot happen here: nobody blocks on a hand-off).
  *
- * Lock order: pool->lock -> slot->lock (wake-ups under the pool lock);
- * the owner holds only slot->lock while parked, a claimer only slot->lock.
+ * Lock order (base/sync.h): pool->lock -> slot->lock (wake-ups under the
+ * pool lock); the owner holds only slot->lock while parked, a claimer only
+ * slot->lock.
  */
 #ifndef TPE_RESERVED_H
 #define TPE_RESERVED_H
@@ -41,15 +47,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "pool/attr.h"
 #include "base/sync.h"
+#include "pool/attr.h"
 #include "pool/task.h"
 
 #define TPE__CACHE_LINE_SIZE 64
 
 struct tpe__reserve_slot {
 	int state;                /* A: EMPTY, WAITING, TAKEN (above) */
-	struct tpe__task *item;   /* S: slot->lock; set by the claimer */
+	struct tpe__task *item;   /* slot->lock; set by the claimer */
 	struct tpe__mutex lock;
 	pthread_cond_t cond;      /* the owner waits here (monotonic) */
 } __attribute__((aligned(TPE__CACHE_LINE_SIZE)));
@@ -60,7 +66,7 @@ struct tpe__reserve {
 	size_t want;                     /* A: asked for by misses, not parked yet */
 	size_t starting;                 /* L: pool->lock; workers that misses
 					  * started for `want`s no worker took
-					  * yet (pool.c, reserve_miss) */
+					  * yet (engine/locked.c, try_submit) */
 	unsigned epoch;                  /* A: bumped (under pool->lock) when
 					  * parked threads must re-check the pool */
 };
@@ -95,32 +101,49 @@ bool tpe__reserve_hand(struct tpe__reserve *r, struct tpe__task *t,
 extern void (*tpe__reserve_hand_hook)(void);
 
 /* After a miss: asks for one more reserved thread, at most capacity in
- * all, and wakes an idle worker when the pool lock is free. Any thread. */
-void tpe__reserve_request(tpe_t *pool);
-
+ * all. Any thread. Returns whether a request is outstanding: then the
+ * caller wakes an idle worker (without waiting for its lock) so that it
+ * parks. */
+bool tpe__reserve_request(struct tpe__reserve *r);
 /* How many threads misses asked for that have not parked yet (a
  * snapshot). Any thread. */
 size_t tpe__reserve_wanted(const struct tpe__reserve *r);
-
 /*
- * get_task's question, L held: should this idle worker park? Yes when it
- * is a reserved thread already (*reserved) or takes one of the `want`s.
+ * An idle worker's question, `lock` (the pool lock) held: should it park?
+ * Yes when it is a reserved thread already (*reserved) or takes one of the
+ * `want`s.
  */
-bool tpe__reserve_wanted_locked(tpe_t *pool, bool *reserved);
+bool tpe__reserve_wanted_locked(struct tpe__reserve *r,
+    struct tpe__mutex *lock, bool *reserved);
 
+/* What a parking worker needs of its pool (engine/locked.c fills it). */
+struct tpe__reserve_env {
+	struct tpe__mutex *lock;  /* the pool lock: held on entry and return */
+	int64_t keep_alive_ns;    /* idle time parked before it leaves (0: none) */
+	/* lock held, after the slot is taken: whether work waits that the
+	 * thread must take instead of parking; a seq_cst look, the Dekker
+	 * partner of a lock-free offer's count of parked threads. */
+	bool (*work_waiting)(void *ctx);
+	/* lock held, a task in hand: waits until it may start (a paused pool
+	 * holds it until resume or shutdown). */
+	void (*before_start)(void *ctx);
+	void *ctx;
+};
 /*
- * Parks the calling worker in a free slot; L held on entry and on return,
- * dropped while parked. Returns a handed task, or NULL: the pool changed
- * (re-check it; *reserved stays true), the worker idled out or found no
- * free slot (*reserved becomes false).
+ * Parks the calling worker in a free slot; env->lock held on entry and on
+ * return, dropped while parked. Returns a handed task, or NULL: the pool
+ * changed (re-check it; *reserved stays true), the worker idled out or
+ * found no free slot (*reserved becomes false).
  */
-struct tpe__task *tpe__reserve_park_locked(tpe_t *pool, bool *reserved);
-
+struct tpe__task *tpe__reserve_park_locked(struct tpe__reserve *r,
+    const struct tpe__reserve_env *env, bool *reserved);
 /* How long a parked thread spins before it sleeps (ns). White-box tests
  * set it to 0 to race the sleeping protocol itself. */
 extern int64_t tpe__reserve_spin_ns;
 
-/* Parked threads leave their slots and re-check the pool. L held. */
-void tpe__reserve_wake_all_locked(tpe_t *pool);
+/* Parked threads leave their slots and re-check the pool; `lock` (the
+ * pool lock) held. */
+void tpe__reserve_wake_all_locked(struct tpe__reserve *r,
+    struct tpe__mutex *lock);
 
 #endif /* TPE_RESERVED_H */

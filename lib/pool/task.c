@@ -14,7 +14,7 @@
  * on the return stack at its next allocation.
  *
  * fork() from user code: in the child only the forking thread exists, and
- * the atfork handler (registry.c) has marked every pool terminated and
+ * the atfork handler (base/fork.c) has marked every pool terminated and
  * reset its counters. A thread that comes back from user code into pool
  * code in the child must therefore touch neither the pool nor the future
  * (whose lock a parent thread may hold): every call into user code here is
@@ -29,11 +29,13 @@
 
 #include "pool/future.h"
 #include "base/invocation.h"
-#include "pool/pool.h"
-#include "pool/registry.h"
+#include "pool/attr.h"
+#include "base/fork.h"
+#include "pool/node.h"
 #include "pool/task.h"
 
 __thread struct tpe__task *tpe__tls_running_node; /* task.h */
+__thread tpe_t *tpe__tls_hook_pool;                /* task.h */
 
 void
 tpe__task_atfork_child(void)
@@ -44,16 +46,16 @@ tpe__task_atfork_child(void)
 
 /* The one way a node ends: back to its pool's return stack. */
 static void
-end(tpe_t *pool, struct tpe__task *t)
+end(const struct tpe__tasks *ts, struct tpe__task *t)
 {
-	tpe__node_put(&pool->returns, t);
+	tpe__node_put(ts->returns, t);
 }
 
 struct tpe__task *
-tpe__task_new(tpe_t *pool, tpe_fn fn, void *arg, struct tpe_future *f,
+tpe__task_new(const struct tpe__tasks *ts, tpe_fn fn, void *arg, struct tpe_future *f,
     const void *owner)
 {
-	struct tpe__task *t = tpe__node_get(&pool->returns);
+	struct tpe__task *t = tpe__node_get(ts->returns);
 
 	if (t != NULL) {
 		t->next = NULL;
@@ -66,9 +68,9 @@ tpe__task_new(tpe_t *pool, tpe_fn fn, void *arg, struct tpe_future *f,
 }
 
 void
-tpe__task_free(tpe_t *pool, struct tpe__task *t)
+tpe__task_free(const struct tpe__tasks *ts, struct tpe__task *t)
 {
-	end(pool, t);
+	end(ts, t);
 }
 
 /* The argument the user gave: the callable's for a tpe_submit task. */
@@ -81,7 +83,7 @@ user_arg(const struct tpe__task *t)
 /* tpe__task_hand_back; with `keep`, the node is left to the caller
  * (tpe__task_run_keep). */
 static bool
-hand_back(tpe_t *pool, struct tpe__task *t, tpe_handback_fn cb, void *ctx,
+hand_back(const struct tpe__tasks *ts, struct tpe__task *t, tpe_handback_fn cb, void *ctx,
     bool keep)
 {
 	struct tpe_future *f = t->future;
@@ -90,7 +92,7 @@ hand_back(tpe_t *pool, struct tpe__task *t, tpe_handback_fn cb, void *ctx,
 	unsigned gen = tpe__fork_gen();
 
 	if (!keep)
-		end(pool, t);
+		end(ts, t);
 	if (f != NULL)
 		tpe__future_cancel(f);
 	if (cb != NULL) {
@@ -104,21 +106,21 @@ hand_back(tpe_t *pool, struct tpe__task *t, tpe_handback_fn cb, void *ctx,
 }
 
 bool
-tpe__task_hand_back(tpe_t *pool, struct tpe__task *t, tpe_handback_fn cb,
+tpe__task_hand_back(const struct tpe__tasks *ts, struct tpe__task *t, tpe_handback_fn cb,
     void *ctx)
 {
-	return hand_back(pool, t, cb, ctx, false);
+	return hand_back(ts, t, cb, ctx, false);
 }
 
 bool
-tpe__task_discard(tpe_t *pool, struct tpe__task *t)
+tpe__task_discard(const struct tpe__tasks *ts, struct tpe__task *t)
 {
-	return tpe__task_hand_back(pool, t, pool->attr.discard,
-	    pool->attr.discard_ctx);
+	return tpe__task_hand_back(ts, t, ts->attr->discard,
+	    ts->attr->discard_ctx);
 }
 
 bool
-tpe__task_hand_back_list(tpe_t *pool, struct tpe__task_list *l,
+tpe__task_hand_back_list(const struct tpe__tasks *ts, struct tpe__task_list *l,
     tpe_handback_fn cb, void *ctx)
 {
 	/* Termination waits for this list (pool->handing_back): a callback
@@ -128,22 +130,22 @@ tpe__task_hand_back_list(tpe_t *pool, struct tpe__task_list *l,
 	struct tpe__task *t;
 	bool ok = true;
 
-	tpe__tls_hook_pool = pool;
+	tpe__tls_hook_pool = ts->pool;
 	while (ok && (t = tpe__task_list_pop(l)) != NULL)
-		ok = tpe__task_hand_back(pool, t, cb, ctx);
+		ok = tpe__task_hand_back(ts, t, cb, ctx);
 	/* Forked in a callback: the rest are the parent's to hand back. */
 	tpe__tls_hook_pool = outer;
 	return ok;
 }
 
 void
-tpe__task_run_inline(tpe_t *pool, struct tpe__task *t)
+tpe__task_run_inline(const struct tpe__tasks *ts, struct tpe__task *t)
 {
 	struct tpe_future *f = t->future;
 	tpe_fn fn = t->fn;
 	void *arg = t->arg;
 
-	end(pool, t);
+	end(ts, t);
 	if (f == NULL)
 		fn(arg);
 	else if (tpe__future_run(f) != TPE__FORKED)
@@ -161,28 +163,28 @@ run_handed_future(void *arg)
 }
 
 int
-tpe__task_offer_to_handler(tpe_t *pool, struct tpe__task *t,
+tpe__task_offer_to_handler(const struct tpe__tasks *ts, struct tpe__task *t,
     tpe_reject_fn handler, void *ctx)
 {
 	struct tpe_future *f = t->future;
 	int rc;
 
 	if (f != NULL)
-		rc = handler(pool, run_handed_future, f, ctx);
+		rc = handler(ts->pool, run_handed_future, f, ctx);
 	else
-		rc = handler(pool, t->fn, t->arg, ctx);
+		rc = handler(ts->pool, t->fn, t->arg, ctx);
 	/* Taken: the pair (and with it the pool's reference to f) is the
 	 * handler's now; refused: the node goes back to the caller. */
 	if (rc == 0)
-		end(pool, t);
+		end(ts, t);
 	return rc;
 }
 
 /* tpe__task_run; with `keep`, the node is left to the caller. */
 static bool
-run(tpe_t *pool, struct tpe__task *t, bool keep)
+run(const struct tpe__tasks *ts, struct tpe__task *t, bool keep)
 {
-	const struct tpe_attr *a = &pool->attr;
+	const struct tpe_attr *a = ts->attr;
 	struct tpe_future *f = t->future;
 	tpe_fn fn = t->fn;
 	void *arg = user_arg(t);
@@ -197,13 +199,13 @@ run(tpe_t *pool, struct tpe__task *t, bool keep)
 	if (f != NULL && !tpe__future_start(f)) {
 		/* Cancelled while queued: a no-op that still counts as
 		 * completed; the discard callback gets it. */
-		return hand_back(pool, t, a->discard, a->discard_ctx, keep);
+		return hand_back(ts, t, a->discard, a->discard_ctx, keep);
 	}
 	/* From here to the end of the user code: freed in the child of a
 	 * fork made in it (task.h). */
 	tpe__tls_running_node = t;
 	if (a->before != NULL) {
-		a->before(pool, fn, arg, a->task_hook_ctx);
+		a->before(ts->pool, fn, arg, a->task_hook_ctx);
 		if (tpe__forked_since(gen))
 			return false;
 	}
@@ -214,33 +216,33 @@ run(tpe_t *pool, struct tpe__task *t, bool keep)
 	if (tpe__forked_since(gen))
 		return false;
 	if (a->after != NULL) {
-		a->after(pool, fn, arg, a->task_hook_ctx);
+		a->after(ts->pool, fn, arg, a->task_hook_ctx);
 		if (tpe__forked_since(gen))
 			return false;
 	}
 	tpe__tls_running_node = NULL;
 	if (!keep)
-		end(pool, t);
+		end(ts, t);
 	if (f != NULL)
 		tpe__future_unref(f);
 	return true;
 }
 
 bool
-tpe__task_run(tpe_t *pool, struct tpe__task *t)
+tpe__task_run(const struct tpe__tasks *ts, struct tpe__task *t)
 {
-	return run(pool, t, false);
+	return run(ts, t, false);
 }
 
 bool
-tpe__task_run_keep(tpe_t *pool, struct tpe__task *t)
+tpe__task_run_keep(const struct tpe__tasks *ts, struct tpe__task *t)
 {
-	return run(pool, t, true);
+	return run(ts, t, true);
 }
 
 void
-tpe__task_end_chain(tpe_t *pool, struct tpe__task *first,
+tpe__task_end_chain(const struct tpe__tasks *ts, struct tpe__task *first,
     struct tpe__task *last, size_t n)
 {
-	tpe__node_put_chain(&pool->returns, first, last, n);
+	tpe__node_put_chain(ts->returns, first, last, n);
 }

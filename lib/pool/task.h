@@ -73,13 +73,32 @@ tpe__task_list_pop(struct tpe__task_list *l)
 
 /* ---- a task's life (task.c) ------------------------------------------ */
 
+struct tpe__node_returns;
+struct tpe_attr;
+
+/*
+ * What a task's life needs of its pool, and all it gets (embedded in the
+ * pool as pool->tasks, all I): the return stack its nodes end on, and the
+ * attributes' hooks and discard callback. `pool` is only passed on to the
+ * user's callbacks.
+ */
+struct tpe__tasks {
+	tpe_t *pool;
+	const struct tpe_attr *attr;
+	struct tpe__node_returns *returns;
+};
+
+/* The pool whose callback (hand-back, terminated hook) this thread runs
+ * now, or NULL (tpe_await_termination's EDEADLK). */
+extern __thread tpe_t *tpe__tls_hook_pool;
+
 /* A node for a new task (node.c: no lock, rarely malloc); NULL: ENOMEM. */
-struct tpe__task *tpe__task_new(tpe_t *pool, tpe_fn fn, void *arg,
+struct tpe__task *tpe__task_new(const struct tpe__tasks *ts, tpe_fn fn, void *arg,
     struct tpe_future *f, const void *owner);
 
 /* Ends a node that was never accepted; its future (if any) is untouched:
  * the submitting call still owns it. */
-void tpe__task_free(tpe_t *pool, struct tpe__task *t);
+void tpe__task_free(const struct tpe__tasks *ts, struct tpe__task *t);
 
 /*
  * Runs an accepted task on a worker with the task hooks; a future that was
@@ -87,7 +106,7 @@ void tpe__task_free(tpe_t *pool, struct tpe__task *t);
  * Ends the node. Returns false when the process forked inside user code
  * and this is the child: the caller must then touch nothing of the pool.
  */
-bool tpe__task_run(tpe_t *pool, struct tpe__task *t);
+bool tpe__task_run(const struct tpe__tasks *ts, struct tpe__task *t);
 
 /*
  * The node whose user code (hooks, task) this thread runs now, or NULL;
@@ -108,27 +127,27 @@ void tpe__task_atfork_child(void);
  * worker that runs a batch ends all its nodes at once afterwards, with
  * tpe__task_end_chain: one atomic operation per batch, not per task.
  */
-bool tpe__task_run_keep(tpe_t *pool, struct tpe__task *t);
+bool tpe__task_run_keep(const struct tpe__tasks *ts, struct tpe__task *t);
 /* Ends n spent nodes linked first .. last through their next fields. */
-void tpe__task_end_chain(tpe_t *pool, struct tpe__task *first,
+void tpe__task_end_chain(const struct tpe__tasks *ts, struct tpe__task *first,
     struct tpe__task *last, size_t n);
 
 /* Runs an accepted task in the calling thread, without hooks
  * (TPE_REJECT_CALLER_RUNS). Ends the node. */
-void tpe__task_run_inline(tpe_t *pool, struct tpe__task *t);
+void tpe__task_run_inline(const struct tpe__tasks *ts, struct tpe__task *t);
 
 /*
  * Disposes of an accepted task that will never run: its future (if any) is
  * cancelled, `cb` (if not NULL) gets it, the node ends. false: forked in
  * `cb`, this is the child (see tpe__task_run).
  */
-bool tpe__task_hand_back(tpe_t *pool, struct tpe__task *t, tpe_handback_fn cb,
+bool tpe__task_hand_back(const struct tpe__tasks *ts, struct tpe__task *t, tpe_handback_fn cb,
     void *ctx);
 /* The same through the pool's discard callback. */
-bool tpe__task_discard(tpe_t *pool, struct tpe__task *t);
+bool tpe__task_discard(const struct tpe__tasks *ts, struct tpe__task *t);
 /* Hands back every node of l, marking this thread as one that termination
  * waits for; false (the rest not handed back) after a fork in `cb`. */
-bool tpe__task_hand_back_list(tpe_t *pool, struct tpe__task_list *l,
+bool tpe__task_hand_back_list(const struct tpe__tasks *ts, struct tpe__task_list *l,
     tpe_handback_fn cb, void *ctx);
 
 /*
@@ -137,7 +156,7 @@ bool tpe__task_hand_back_list(tpe_t *pool, struct tpe__task_list *l,
  * future. 0: the handler took it and the node ended; else the handler's
  * error, and the caller still owns t.
  */
-int tpe__task_offer_to_handler(tpe_t *pool, struct tpe__task *t,
+int tpe__task_offer_to_handler(const struct tpe__tasks *ts, struct tpe__task *t,
     tpe_reject_fn handler, void *ctx);
 
 #endif /* TPE_TASK_H */

@@ -1,37 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * worker.c - worker threads: creation, the run loop (Java's runWorker and
- * getTask), exit, and joining.
+ * getTask live in the engine), exit, and joining.
  *
  * Design notes
  * ------------
- * A worker takes pool->lock once per task: leaving a task (active--,
- * completed++) and getting the next one happen in the same critical section.
- *
- * get_task decides, under pool->lock, between "run a queued task", "wait"
- * and "exit"; it exits only when the queue is empty (or the pool stopped),
- * or, above max, straight after a task while another worker remains
- * (should_exit_locked). So no submitter can count on an idle worker that
- * is about to leave: an offer that relies on a waiting worker (q->takers:
- * hand-off, scale-first) is made under the same lock, and a worker counted
- * in q->takers polls the queue before it may re-evaluate its exit. (Tomcat
- * shipped that race, bug 65454: its idle count and its exit decision were
- * made under different locks, and a task offered to a worker that was
- * timing out waited for the next submission.)
- * The one offer made without the lock (pool.h, the lock-free step 2) is
- * covered by the order of the exit itself: wc first, then a last look at
- * the queue (may_leave_locked).
- *
- * A queue kind that runs its own workers (queue.h, worker_loop) replaces
- * the run loop and get_task (queue_loop_locked): its workers never wait on
- * work_cond and never leave before shutdown; this file still creates,
- * counts, names, hooks and joins them.
- *
- * Keep-alive: the deadline is fixed when the worker starts waiting and
- * survives spurious wake-ups; a configuration change (config_gen) re-times
- * it. wc is decremented by the exiting worker under the lock, so two
- * workers that time out together re-check against the fresh wc and the
- * pool never shrinks below core (TimeOutShrink).
+ * Where it sits: the pool's side of its threads. A worker thread is
+ * created here (named, hooked, with every asynchronous signal blocked:
+ * base/sync.h), lives in its engine's loop (engine.h, worker_loop: Java's
+ * runWorker and getTask for the locked engine), and ends here: it leaves
+ * pool->live for pool->exited, and may be the one that terminates the pool.
  *
  * Joining: a worker's last act under pool->lock moves it from pool->live to
  * pool->exited; tpe__worker_reap (called before each thread creation and by
@@ -44,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pool/registry.h"
+#include "base/fork.h"
 #include "base/sync.h"
 #include "pool/worker.h"
 
@@ -68,147 +46,6 @@ list_remove(struct tpe__worker **head, struct tpe__worker *w)
 	if (w->next != NULL)
 		w->next->prev = w->prev;
 	w->prev = w->next = NULL;
-}
-
-/*
- * The worker has decided to exit: gives up its place in wc, unless that
- * would strand queued tasks. The decrement comes before the last look at
- * the queue: a lock-free offer pushes and then reads wc (pool.h), so either
- * it sees this worker gone (and settles its task under the lock) or this
- * look sees its node (and the last worker stays, as Java's
- * processWorkerExit would start a replacement). L held.
- */
-static bool
-may_leave_locked(tpe_t *pool)
-{
-	TPE__ASSERT_HELD(&pool->lock);
-	/* Counters never wrap; a worker counted in wc is alive (nthreads). */
-	TPE__ASSERT(pool->wc > 0 && pool->wc <= pool->nthreads);
-	/* A worker leaves only after seeing the queue empty (pool.h): since
-	 * that look under the lock, only lock-free pushes, which their
-	 * submitters settle, can have arrived. Or, above max, it leaves the
-	 * queue to another worker (should_exit_locked). */
-	TPE__ASSERT(tpe__queue_is_empty(pool->queue) ||
-	    tpe__queue_pending(pool->queue) ||
-	    (pool->wc > pool->max && pool->wc > 1));
-	tpe__pool_set_wc_locked(pool, pool->wc - 1);
-	if (pool->wc > 0 || pool->state >= TPE__STOP ||
-	    tpe__queue_is_empty(pool->queue)) {
-		/* Below max now: a blocked submitter may start a worker. */
-		tpe__pool_room_locked(pool);
-		return true;
-	}
-	tpe__pool_set_wc_locked(pool, pool->wc + 1);
-	return false;
-}
-
-/*
- * Java's getTask exit rule. Above max (the pool was shrunk), a worker that
- * comes back from a task leaves whenever another worker remains to run
- * what is queued, and any worker leaves once the queue is empty. A waiting
- * worker that was woken does not leave with tasks queued: an offer may
- * have counted on it (hand-off, scale-first), as a Java SynchronousQueue
- * hands the item to the very taker. Otherwise a worker leaves only with
- * the queue empty, once the pool is shut down or its keep-alive expired.
- * L held.
- */
-static bool
-should_exit_locked(tpe_t *pool, bool empty, bool expired, bool after_task)
-{
-	TPE__ASSERT_HELD(&pool->lock);
-	if (pool->wc > pool->max)
-		return empty || (after_task && pool->wc > 1);
-	return empty && (pool->state == TPE__SHUTDOWN || expired);
-}
-
-/*
- * Returns the next task, or NULL when the worker must exit (wc has then
- * been decremented). An idle worker that the reserve wants parks there
- * instead of waiting on the queue, and comes back with a handed task or to
- * look at the pool again (reserved.h); *reserved is the worker's own
- * "I am a reserved thread". pool->lock held on entry and exit.
- */
-static struct tpe__task *
-get_task_locked(tpe_t *pool, bool *reserved)
-{
-	struct tpe__queue *q = pool->queue;
-	struct tpe__task *t;
-	unsigned gen = pool->config_gen;
-	bool timed_out = false, spin = true, after_task = true;
-	int64_t deadline = -1;
-	int rc;
-
-	TPE__ASSERT_HELD(&pool->lock);
-	for (;;) {
-		bool empty, timed;
-
-		if (pool->state >= TPE__STOP)
-			break;
-		if (pool->paused) {
-			/* Not counted as a taker: no offer may rely on it. */
-			tpe__cond_wait_until(&pool->work_cond, &pool->lock, -1);
-			continue;
-		}
-		empty = tpe__queue_is_empty(q);
-		timed = pool->allow_core_timeout || pool->wc > pool->core;
-		if (should_exit_locked(pool, empty, timed && timed_out,
-		    after_task)) {
-			if (!may_leave_locked(pool))
-				continue;
-			/* Leaving tasks to the others: a wake-up that was
-			 * meant for this worker must not leave with it. */
-			if (!empty && tpe__queue_needs_signal(q))
-				tpe__cond_signal(&pool->work_cond);
-			return NULL;
-		}
-		/* About to wait for a task, in the queue or parked in the
-		 * reserve: a blocked submitter may hand it one (hand-off,
-		 * scale-first, a parked reserved thread); it gets the lock
-		 * once this worker counts in q->takers or is parked, and
-		 * has dropped it. */
-		if (empty)
-			tpe__pool_room_locked(pool);
-		if (empty && pool->state == TPE__RUNNING &&
-		    tpe__reserve_wanted_locked(pool, reserved)) {
-			t = tpe__reserve_park_locked(pool, reserved);
-			after_task = false;
-			if (t != NULL)
-				return t;
-			continue;
-		}
-		if (!timed)
-			deadline = -1;
-		else if (deadline < 0)
-			deadline = tpe__deadline(pool->keep_alive_ns);
-		/* Spin once per get_task, then sleep: see tpe__queue_take. */
-		t = tpe__queue_take(q, &pool->lock, &pool->work_cond,
-		    deadline, spin, &rc);
-		after_task = false;
-		if (t != NULL) {
-			/* A place in the queue is free (bounded). */
-			tpe__pool_room_locked(pool);
-			/* The cascade (queue.h): tasks left that no awake
-			 * taker will take wake the next sleeper. */
-			if (tpe__queue_needs_signal(q))
-				tpe__cond_signal(&pool->work_cond);
-			return t;
-		}
-		/* Spin again while offers keep coming (another worker won the
-		 * last one); sleep once a spin saw nothing. */
-		spin = spin && rc == 0;
-		if (pool->config_gen != gen) {
-			/* Sizes, keep-alive or state changed: start over. */
-			gen = pool->config_gen;
-			timed_out = false;
-			deadline = -1;
-		} else if (rc == ETIMEDOUT) {
-			timed_out = true;
-		}
-	}
-	/* The one exit that need not see the queue empty: a stopped pool. */
-	TPE__ASSERT(pool->state >= TPE__STOP && pool->wc > 0);
-	tpe__pool_set_wc_locked(pool, pool->wc - 1);
-	return NULL;
 }
 
 /*
@@ -237,59 +74,6 @@ forked(unsigned gen)
 	return tpe__forked_since(gen);
 }
 
-/*
- * The run loop of Java's runWorker: t (the first task, or NULL), then the
- * tasks get_task hands out, until it says exit (wc given up there).
- * pool->lock held on entry and on return; false: forked (see forked()).
- */
-static bool
-run_tasks_locked(tpe_t *pool, struct tpe__task *t)
-{
-	bool reserved = false;
-
-	TPE__ASSERT_HELD(&pool->lock);
-	for (;;) {
-		if (t == NULL) {
-			t = get_task_locked(pool, &reserved);
-			if (t == NULL)
-				return true;
-			pool->active++;
-			/* A running worker is counted in wc until it leaves
-			 * get_task for good, and in nthreads until it ends. */
-			TPE__ASSERT(pool->active <= pool->wc &&
-			    pool->wc <= pool->nthreads);
-		}
-		tpe__mutex_unlock(&pool->lock);
-		if (!tpe__task_run(pool, t))
-			return false;
-		t = NULL;
-		tpe__mutex_lock(&pool->lock);
-		TPE__ASSERT(pool->active > 0);
-		pool->active--;
-		pool->completed++;
-		tpe__pool_notify_idle_locked(pool);
-	}
-}
-
-/*
- * A queue kind that runs its own workers (queue.h, worker_loop) takes the
- * worker's life over; when it returns, the worker gives up its place in
- * wc, as get_task does before it says exit. pool->lock held on entry and
- * on return, dropped in between; false: forked.
- */
-static bool
-queue_loop_locked(tpe_t *pool)
-{
-	TPE__ASSERT_HELD(&pool->lock);
-	tpe__mutex_unlock(&pool->lock);
-	if (!pool->queue->ops->worker_loop(pool->queue))
-		return false;
-	tpe__mutex_lock(&pool->lock);
-	TPE__ASSERT(pool->wc > 0 && pool->state >= TPE__SHUTDOWN);
-	tpe__pool_set_wc_locked(pool, pool->wc - 1);
-	return true;
-}
-
 static void *
 worker_main(void *arg)
 {
@@ -313,12 +97,8 @@ worker_main(void *arg)
 	tpe__mutex_lock(&pool->lock);
 	t = w->first;
 	w->first = NULL;
-	if (pool->queue->ops->worker_loop != NULL) {
-		TPE__ASSERT(t == NULL);
-		ok = queue_loop_locked(pool);
-	} else {
-		ok = run_tasks_locked(pool, t);
-	}
+	/* The engine's loop gives up the place in wc before it returns. */
+	ok = pool->engine->ops->worker_loop(pool->engine, t);
 	if (!ok)
 		return NULL; /* forked: see forked() */
 	tpe__mutex_unlock(&pool->lock);

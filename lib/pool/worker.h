@@ -19,15 +19,7 @@ struct tpe__worker {
 	struct tpe__worker *prev, *next; /* L: on pool->live or pool->exited */
 };
 
-/*
- * Starts a worker with `first` as its first task (may be NULL). Called and
- * returns with pool->lock held, but drops it while the thread is created.
- * Reserves the slot first (wc, nthreads, active when first != NULL), so
- * concurrent callers never overshoot a bound; undoes it on failure.
- * Returns 0, ENOMEM (the worker record), or EAGAIN for any failure of
- * pthread_create. On failure the caller still owns `first`.
- */
-int tpe__worker_start_locked(tpe_t *pool, struct tpe__task *first);
+/* tpe__worker_start_locked: pool.h (the engines start workers too). */
 
 /* Joins and frees every exited worker. pool->lock not held. */
 void tpe__worker_reap(tpe_t *pool);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* queue_array.c - the bounded FIFO: a ring of node pointers of fixed capacity. */
+/* array.c - the bounded FIFO: a ring of node pointers of fixed capacity. */
 #include <errno.h>
 #include <stdlib.h>
 
@@ -14,10 +14,11 @@ struct queue_array {
 };
 
 static int
-array_offer(struct tpe__queue *q, struct tpe__task *t)
+array_offer(struct tpe__queue *q, struct tpe__task *t, size_t takers)
 {
 	struct queue_array *aq = (struct queue_array *)q;
 
+	(void)takers;
 	if (aq->count == aq->capacity)
 		return EAGAIN;
 	aq->slot[(aq->head + aq->count) % aq->capacity] = t;
@@ -89,6 +90,7 @@ static const struct tpe__queue_ops array_ops = {
 	.size = array_size,
 	.remaining = array_remaining,
 	.remove_if = array_remove_if,
+	.drop_oldest = array_poll,
 	.destroy = array_destroy,
 };
 

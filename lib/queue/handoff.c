@@ -1,23 +1,24 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * queue_handoff.c - the synchronous hand-off queue (Java's SynchronousQueue).
+ * handoff.c - the synchronous hand-off queue (Java's SynchronousQueue).
  *
- * An offer succeeds only when a worker is waiting in tpe__queue_take() that
- * no earlier offer has claimed: takers > size. The node then sits in the
- * list only until that woken taker polls it, so the queue never holds more
- * nodes than there are waiting workers, and it reports no spare capacity.
+ * An offer succeeds only when a worker waits for a task that no earlier
+ * offer has claimed: takers > size. The node then sits in the list only
+ * until that woken taker polls it, so the queue never holds more nodes than
+ * there are waiting workers, and it reports no spare capacity. It has no
+ * inbox: a lock-free push could not know whether a taker waits.
  */
 #include <errno.h>
 #include <stdlib.h>
 
-#include "queue/queue.h"
+#include "queue/linked.h"
 
 static int
-handoff_offer(struct tpe__queue *q, struct tpe__task *t)
+handoff_offer(struct tpe__queue *q, struct tpe__task *t, size_t takers)
 {
-	if (q->takers <= tpe__linked_size(q))
+	if (takers <= tpe__linked_size(q))
 		return EAGAIN;
-	return tpe__linked_offer(q, t);
+	return tpe__linked_push(q, t);
 }
 
 static size_t
@@ -42,16 +43,12 @@ static const struct tpe__queue_ops handoff_ops = {
 	.size = tpe__linked_size,
 	.remaining = handoff_remaining,
 	.remove_if = tpe__linked_remove_if,
-	.destroy = tpe__linked_destroy,
 	.drop_oldest = handoff_drop_oldest,
+	.destroy = tpe__linked_destroy,
 };
 
 int
 tpe__queue_handoff_create(struct tpe__queue **q)
 {
-	int rc = tpe__queue_linked_create(q);
-
-	if (rc == 0)
-		(*q)->ops = &handoff_ops;
-	return rc;
+	return tpe__linked_init(q, &handoff_ops, false);
 }

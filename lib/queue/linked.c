@@ -1,27 +1,26 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * queue_linked.c - the unbounded FIFO: a singly linked list of task nodes,
- * with a lock-free inbox for tpe_execute's fast path.
+ * linked.c - the unbounded FIFO: a singly linked list of task nodes, with
+ * an inbox for lock-free offers (queue.h).
  *
  * Design notes
  * ------------
- * `list` is the queue proper (L: pool->lock). `inbox` is a Treiber stack:
- * any thread pushes onto it with a CAS and no lock (linked_offer_lockfree);
- * only a holder of pool->lock takes it, whole, with one exchange (absorb),
+ * `list` is the queue proper (L: pool->lock). `inbox` is a take-all stack
+ * that any thread pushes onto without the lock (tpe__queue_push_lockfree);
+ * only a holder of the lock takes it, whole, with one exchange (absorb),
  * reverses it into push order and appends it to `list`. A whole-stack take
  * has no ABA problem, and the reversal keeps FIFO order: the nodes of one
- * take were pushed after every node of the previous take.
+ * take were pushed after every node of the previous take. poll (when the
+ * list is empty), size and remove_if absorb first, so no decision made
+ * under the lock misses a node whose push came before it.
  *
- * Every operation that looks at the contents under the lock (poll when the
- * list is empty, size, remove_if) absorbs first, and is_empty looks at the
- * inbox too, so no decision made under the lock misses a node whose push
- * came before it. The push is seq_cst and
- * linked_pending is a seq_cst load: the Dekker pairs queue.h describes.
+ * The hand-off kind (handoff.c) is this list with another offer rule and
+ * no inbox.
  */
 #include <errno.h>
 #include <stdlib.h>
 
-#include "queue/queue.h"
+#include "queue/linked.h"
 
 /* Moves the inbox to the tail of the list, oldest first. L held. */
 static void
@@ -30,7 +29,7 @@ absorb(struct tpe__queue_linked *lq)
 	struct tpe__task *t, *next, *fifo = NULL, *last = NULL;
 	size_t n = 0;
 
-	/* Pairs with the seq_cst CAS in linked_offer_lockfree: the nodes'
+	/* seq_cst, pairing with the push's CAS (queue.h): the nodes'
 	 * contents, written before the push, are visible after the take. */
 	if (__atomic_load_n(&lq->inbox, __ATOMIC_SEQ_CST) == NULL)
 		return;
@@ -48,38 +47,11 @@ absorb(struct tpe__queue_linked *lq)
 	lq->list.count += n;
 }
 
-static bool
-linked_offer_lockfree(struct tpe__queue *q, struct tpe__task *t)
+static int
+linked_offer(struct tpe__queue *q, struct tpe__task *t, size_t takers)
 {
-	struct tpe__queue_linked *lq = (struct tpe__queue_linked *)q;
-	struct tpe__task *head = __atomic_load_n(&lq->inbox, __ATOMIC_RELAXED);
-
-	/* seq_cst: the submitter's following loads of pool->wc and
-	 * q->sleepers must not be ordered before this push (queue.h). */
-	do {
-		t->next = head;
-	} while (!__atomic_compare_exchange_n(&lq->inbox, &head, t, true,
-	    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED));
-	return head == NULL;
-}
-
-static bool
-linked_pending(const struct tpe__queue *q)
-{
-	const struct tpe__queue_linked *lq = (const struct tpe__queue_linked *)q;
-
-	/* Pairs with the push's CAS (queue.h, the Dekker pairs). */
-	return __atomic_load_n(&lq->inbox, __ATOMIC_SEQ_CST) != NULL;
-}
-
-/* Empty without absorbing: the lock holder's list, then the inbox with
- * linked_pending's seq_cst load (the Dekker pairs of queue.h). L held. */
-static bool
-linked_is_empty(struct tpe__queue *q)
-{
-	const struct tpe__queue_linked *lq = (const struct tpe__queue_linked *)q;
-
-	return lq->list.head == NULL && !linked_pending(q);
+	(void)takers;
+	return tpe__linked_push(q, t);
 }
 
 static size_t
@@ -91,19 +63,17 @@ linked_remaining(const struct tpe__queue *q)
 
 static const struct tpe__queue_ops linked_ops = {
 	.name = "unbounded",
-	.offer = tpe__linked_offer,
+	.offer = linked_offer,
 	.poll = tpe__linked_poll,
 	.size = tpe__linked_size,
 	.remaining = linked_remaining,
 	.remove_if = tpe__linked_remove_if,
+	.drop_oldest = tpe__linked_poll,
 	.destroy = tpe__linked_destroy,
-	.offer_lockfree = linked_offer_lockfree,
-	.pending = linked_pending,
-	.is_empty = linked_is_empty,
 };
 
 int
-tpe__linked_offer(struct tpe__queue *q, struct tpe__task *t)
+tpe__linked_push(struct tpe__queue *q, struct tpe__task *t)
 {
 	struct tpe__queue_linked *lq = (struct tpe__queue_linked *)q;
 
@@ -164,14 +134,22 @@ tpe__linked_destroy(struct tpe__queue *q)
 }
 
 int
-tpe__queue_linked_create(struct tpe__queue **q)
+tpe__linked_init(struct tpe__queue **q, const struct tpe__queue_ops *ops,
+    bool inbox)
 {
 	struct tpe__queue_linked *lq = calloc(1, sizeof(*lq));
 
 	if (lq == NULL)
 		return ENOMEM;
-	lq->base.ops = &linked_ops;
+	lq->base.ops = ops;
+	lq->base.inbox = inbox ? &lq->inbox : NULL;
 	tpe__task_list_init(&lq->list);
 	*q = &lq->base;
 	return 0;
+}
+
+int
+tpe__queue_linked_create(struct tpe__queue **q)
+{
+	return tpe__linked_init(q, &linked_ops, true);
 }

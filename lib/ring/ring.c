@@ -91,6 +91,7 @@
 
 #include "tpe.h"
 
+#include "base/sync.h"
 #include "queue/queue.h"  /* TPE__CACHE_LINE */
 #include "ring/ring.h"
 

@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * stacks.h - the stacks engine's knobs for white-box tests (stacks.c).
+ */
+#ifndef TPE_ENGINE_STACKS_H
+#define TPE_ENGINE_STACKS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/engine.h"
+
+/* How long an idle worker spins before it sleeps (ns; 0: at once; set
+ * before tpe_create). */
+extern int64_t tpe__per_worker_spin_ns;
+/* How many of the engine's workers sleep or are going to. */
+size_t tpe__stacks_sleepers(const struct tpe__engine *e);
+/* Called (when set) by a thief after it marked itself awake and before it
+ * takes another worker's tasks, so that a test can let the owner take
+ * them first (the steal then fails). */
+extern void (*tpe__per_worker_steal_hook)(void);
+
+#endif /* TPE_ENGINE_STACKS_H */
