@@ -18,7 +18,7 @@
 
 #include "testutil.h"
 
-#include "pool/node.h"
+#include "pool/node_cache.h"
 
 void *__real_malloc(size_t size);
 void *__real_calloc(size_t n, size_t size);

@@ -45,7 +45,7 @@
 #include "testutil.h"
 #include "tpe/thpool.h"
 
-#include "pool/node.h"
+#include "pool/node_cache.h"
 
 /* ---- the wrappers ----------------------------------------------------- */
 

@@ -19,7 +19,7 @@
 #include "fault.h"
 
 #include "engine/locked.h"
-#include "pool/node.h"
+#include "pool/node_cache.h"
 #include "pool/pool.h"
 #include "pool/reserve.h"
 #include "base/sync.h"

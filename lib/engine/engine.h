@@ -33,6 +33,7 @@
 #include <stdint.h>
 
 #include "policy/policy.h"
+#include "pool/attr.h"
 #include "pool/task.h"
 #include "queue/queue.h"
 #include "tpe.h"

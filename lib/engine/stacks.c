@@ -12,7 +12,7 @@
  * in a slot whose thread is missing.
  *
  * Submit (pw_submit, no lock, any thread): the node comes from the
- * thread's node cache (node.c: no malloc in the steady state; this kind
+ * thread's node cache (node_cache.c: no malloc in the steady state; this kind
  * lets the pool's return stack hold RETURNS_MAX nodes, so that workers do
  * not free what submitters malloc'd); the task is counted in
  * pool->submitted, then pushed with one CAS onto a slot's stack. The slot
@@ -158,7 +158,7 @@ int64_t tpe__per_worker_spin_ns = 50000;
 void (*tpe__per_worker_steal_hook)(void);
 /* Spin steps between looks at the clock and at other stacks. */
 #define SPIN_CHECK 64
-/* The pool's node return stack may hold this many (node.c). */
+/* The pool's node return stack may hold this many (node_cache.c). */
 #define RETURNS_MAX 65536
 /* How many slots after a sleeping one a push looks at for an awake one. */
 #define PICK_TRIES 3
@@ -882,7 +882,7 @@ pw_attach(struct tpe__engine *q, tpe_t *pool)
 	struct pw_queue *pq = pw_of(q);
 
 	pq->pool = pool;
-	/* Before any worker or submitter touches it (node.c): room for the
+	/* Before any worker or submitter touches it (node_cache.c): room for the
 	 * nodes in flight, so that the steady state neither mallocs nor
 	 * frees; at most RETURNS_MAX nodes (48 B each) stay cached. */
 	pool->returns.max = RETURNS_MAX;

@@ -21,22 +21,22 @@ tpe__queue_first_setup(struct tpe__policy *p)
 }
 
 int
-tpe__policy_setup(const struct tpe_attr *a, struct tpe__policy *p)
+tpe__policy_setup(enum tpe_policy policy, enum tpe__verdict rejection,
+    struct tpe__policy *p)
 {
-	size_t i;
+	size_t i, k;
 
 	for (i = 0; i < sizeof(policies) / sizeof(policies[0]); i++) {
-		if (policies[i].policy != a->policy)
+		if (policies[i].policy != policy)
 			continue;
 		memset(p, 0, sizeof(*p));
 		policies[i].setup(p);
-		/* The configured rejection ends every list. */
-		for (size_t k = 0; k < TPE__VERDICTS_MAX - 1; k++) {
-			if (p->verdicts[k] == TPE__VERDICT_NONE) {
-				p->verdicts[k] = tpe__rejection_verdict(a);
-				break;
-			}
-		}
+		/* The configured rejection ends every list; a setup leaves
+		 * room for it (TPE__VERDICTS_MAX). */
+		for (k = 0; k < TPE__VERDICTS_MAX - 1 &&
+		    p->verdicts[k] != TPE__VERDICT_NONE; k++)
+			;
+		p->verdicts[k] = rejection;
 		return 0;
 	}
 	return EINVAL;

@@ -6,9 +6,9 @@
  *
  * Design notes
  * ------------
- * Where it sits: above lib/base and the attributes (pool/attr.h); below the
- * engines, which carry the decisions out. A policy calls nothing: it is
- * data. The locked engine's execute is always Java's three steps (a core
+ * Where it sits: on the public header alone; below the engines, which
+ * carry the decisions out. A policy calls nothing and knows no pool: it is
+ * data, made from the two public enums (tpe_policy, tpe_rejection). The locked engine's execute is always Java's three steps (a core
  * worker, the queue, a worker below max) and then the rejection; a policy
  * changes two things in them:
  *   - whether step 2 may queue a task only for an unclaimed waiting worker
@@ -27,7 +27,7 @@
 
 #include <stdbool.h>
 
-#include "pool/attr.h"
+#include "tpe.h"
 
 /*
  * What becomes of a task that execute's steps refused; the dispatcher
@@ -61,11 +61,15 @@ struct tpe__policy {
 	enum tpe__verdict verdicts[TPE__VERDICTS_MAX];
 };
 
-/* The policy the attributes name. 0 or EINVAL (unknown policy). */
-int tpe__policy_setup(const struct tpe_attr *a, struct tpe__policy *p);
+/* The policy `policy`, its list ending with the verdict `rejection`. 0 or
+ * EINVAL (unknown policy). */
+int tpe__policy_setup(enum tpe_policy policy, enum tpe__verdict rejection,
+    struct tpe__policy *p);
 
-/* The verdict of the rejection the attributes configure (rejection.c). */
-enum tpe__verdict tpe__rejection_verdict(const struct tpe_attr *a);
+/* The verdict of a standard rejection policy, or of a custom handler
+ * (rejection.c). */
+enum tpe__verdict tpe__rejection_verdict(enum tpe_rejection rejection,
+    bool custom_handler);
 
 /* The policies' own setups, one per row of policy.c's table. */
 void tpe__queue_first_setup(struct tpe__policy *p);

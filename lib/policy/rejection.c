@@ -12,7 +12,7 @@
 #include "policy/policy.h"
 
 enum tpe__verdict
-tpe__rejection_verdict(const struct tpe_attr *a)
+tpe__rejection_verdict(enum tpe_rejection rejection, bool custom_handler)
 {
 	static const enum tpe__verdict standard[] = {
 		[TPE_REJECT_ABORT] = TPE__VERDICT_REFUSE,
@@ -21,6 +21,9 @@ tpe__rejection_verdict(const struct tpe_attr *a)
 		[TPE_REJECT_DISCARD_OLDEST] = TPE__VERDICT_REPLACE_OLDEST,
 	};
 
-	return a->reject_fn != NULL ? TPE__VERDICT_HANDLER :
-	    standard[a->rejection];
+	if (custom_handler)
+		return TPE__VERDICT_HANDLER;
+	if ((unsigned)rejection >= sizeof(standard) / sizeof(standard[0]))
+		return TPE__VERDICT_REFUSE;
+	return standard[rejection];
 }

@@ -174,7 +174,9 @@ tpe_create(tpe_t **poolp, const tpe_attr_t *attr)
 		rc = tpe__reserve_init(&pool->reserve,
 		    tpe__reserve_capacity(&pool->attr));
 	if (rc == 0) {
-		rc = tpe__policy_setup(&pool->attr, &policy);
+		rc = tpe__policy_setup(pool->attr.policy,
+		    tpe__rejection_verdict(pool->attr.rejection,
+		    pool->attr.reject_fn != NULL), &policy);
 		if (rc == 0)
 			rc = tpe__engine_create(&pool->attr, &policy,
 			    &pool->engine);

@@ -72,7 +72,7 @@
 #include "base/sync.h"
 #include "engine/engine.h"
 #include "pool/attr.h"
-#include "pool/node.h"
+#include "pool/node_cache.h"
 #include "pool/reserve.h"
 #include "pool/state.h"
 #include "pool/submit_line.h"
@@ -131,7 +131,7 @@ struct tpe {
 	uint64_t submitted;        /* A: added to before the task can run */
 	char pad2_[TPE__CACHE_LINE - sizeof(uint64_t)];
 	/* Written by every finished task, on a cache line of its own. */
-	struct tpe__node_returns returns; /* A: node.c */
+	struct tpe__node_returns returns; /* A: node_cache.c */
 	char pad3_[TPE__CACHE_LINE - sizeof(struct tpe__node_returns)];
 };
 

@@ -2,7 +2,7 @@
 /*
  * task.c - a task's life: made, then run on a worker, run in the caller,
  * handed back or discarded, or freed unaccepted; each way ends the node
- * the same way, on the pool's return stack (node.c).
+ * the same way, on the pool's return stack (node_cache.c).
  *
  * Design notes
  * ------------
@@ -31,7 +31,7 @@
 #include "base/invocation.h"
 #include "pool/attr.h"
 #include "base/fork.h"
-#include "pool/node.h"
+#include "pool/node_cache.h"
 #include "pool/task.h"
 
 __thread struct tpe__task *tpe__tls_running_node; /* task.h */

@@ -5,9 +5,8 @@
  *
  * Design notes
  * ------------
- * Where it sits: above lib/base and the task node (pool/task.h: the node
- * type and its list, nothing that needs a pool); below the engines
- * (lib/engine), which alone call these ops. A queue kind knows nothing of
+ * Where it sits: on the task node (queue/node.h) and the public header;
+ * below the engines (lib/engine), which alone call these ops. A queue kind knows nothing of
  * workers, policies or pools: it stores nodes. What a kind needs to know of
  * the workers (how many wait for a task, for the hand-off) its caller
  * passes in.
@@ -38,15 +37,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "pool/task.h"
+#include "queue/node.h"
 
 #ifndef TPE__CACHE_LINE
 #define TPE__CACHE_LINE 64
 #endif
 
 struct tpe__queue;
-
-typedef bool (*tpe__task_match_fn)(const struct tpe__task *t, void *ctx);
 
 struct tpe__queue_ops {
 	const char *name;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * node.h - task node allocation without the pool's lock: a per-thread cache
+ * node_cache.h - task node allocation without the pool's lock: a per-thread cache
  * that a pool's workers refill through the pool's return stack.
  */
 #ifndef TPE_NODE_H

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * node.c - task node allocation: a per-thread cache that a pool's workers
+ * node_cache.c - task node allocation: a per-thread cache that a pool's workers
  * refill through the pool's return stack, so that a steady stream of tasks
  * costs no malloc, no free and no lock.
  *
@@ -34,7 +34,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
-#include "pool/node.h"
+#include "pool/node_cache.h"
 #include "base/sync.h"
 
 #define RETURN_MAX 256

@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * node.h - the task node: what a queue stores and a worker runs, and the
+ * list in which modules hand nodes to each other. A node's life (who owns
+ * it, how it ends) is pool/task.h's.
+ */
+#ifndef TPE_QUEUE_NODE_H
+#define TPE_QUEUE_NODE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "tpe.h"
+
+struct tpe_future;
+
+struct tpe__task {
+	struct tpe__task *next;     /* owner's list link (queue or local list) */
+	tpe_fn fn;                  /* the user's task; NULL when future != NULL */
+	void *arg;                  /* the user's argument (callable's, for futures) */
+	struct tpe_future *future;  /* set for tpe_submit tasks (holds a reference) */
+	/* The submitting call's token (the address of a local of that call,
+	 * unique among calls in progress): once the node is in the queue and
+	 * the lock was dropped, it may have run and been reused for another
+	 * task, so taking "this task" back must match the token too, not the
+	 * node's address alone (engine/locked.c, take_back_locked). */
+	const void *owner;
+};
+
+/* A singly linked FIFO of nodes, for lists handed between modules. */
+struct tpe__task_list {
+	struct tpe__task *head;
+	struct tpe__task **tailp;
+	size_t count;
+};
+
+static inline void
+tpe__task_list_init(struct tpe__task_list *l)
+{
+	l->head = NULL;
+	l->tailp = &l->head;
+	l->count = 0;
+}
+
+static inline void
+tpe__task_list_push(struct tpe__task_list *l, struct tpe__task *t)
+{
+	t->next = NULL;
+	*l->tailp = t;
+	l->tailp = &t->next;
+	l->count++;
+}
+
+static inline struct tpe__task *
+tpe__task_list_pop(struct tpe__task_list *l)
+{
+	struct tpe__task *t = l->head;
+
+	if (t == NULL)
+		return NULL;
+	l->head = t->next;
+	if (l->head == NULL)
+		l->tailp = &l->head;
+	l->count--;
+	t->next = NULL;
+	return t;
+}
+
+/* A predicate over nodes (remove_if, the drains). */
+typedef bool (*tpe__task_match_fn)(const struct tpe__task *t, void *ctx);
+
+#endif /* TPE_QUEUE_NODE_H */
