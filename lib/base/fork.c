@@ -43,7 +43,8 @@ child(void)
 	__atomic_add_fetch(&tpe__fork_generation, 1, __ATOMIC_RELAXED);
 	for (p = registry_head; p != NULL; p = p->next)
 		p->child(p->ctx);
-	tpe__mutex_init(&registry_lock);
+	tpe__mutex_init_ranked(&registry_lock, TPE__RANK_FORK);
+	tpe__mutex_forget_held();
 }
 
 static void
@@ -51,7 +52,7 @@ install_handlers(void)
 {
 	int rc;
 
-	tpe__mutex_init(&registry_lock);
+	tpe__mutex_init_ranked(&registry_lock, TPE__RANK_FORK);
 	rc = pthread_atfork(prepare, parent, child);
 	if (rc != 0)
 		tpe__panic("pthread_atfork", rc);

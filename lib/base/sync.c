@@ -55,6 +55,47 @@ set_owner(struct tpe__mutex *m, void *owner)
 	__atomic_store_n(&m->owner, owner, __ATOMIC_RELAXED);
 }
 
+/*
+ * The ranks this thread holds, counted per rank (a thread holds a few
+ * locks at most, and several of one rank only as fork's prepare does).
+ */
+static __thread unsigned short held_ranks[TPE__RANK_COUNT];
+
+static const char *const rank_names[TPE__RANK_COUNT] = {
+	"NONE", "FORK", "POOL", "SLOT", "FUTURE", "STRATEGY", "COOP",
+	"COOP_JOB", "COOP_WORKER",
+};
+
+/*
+ * Before a blocking acquire of a lock of rank r: dies when the calling
+ * thread holds a lock of a higher rank, or one of the same rank (siblings:
+ * only POOL locks under FORK, fork's prepare). The lock order: sync.h.
+ */
+static void
+check_order(const struct tpe__mutex *m)
+{
+	int r = m->rank, k;
+
+	if (r == TPE__RANK_NONE)
+		return;
+	for (k = r + 1; k < TPE__RANK_COUNT; k++)
+		if (held_ranks[k] > 0)
+			TPE__DIE("lock order: taking a %s lock while holding a "
+			    "%s lock", rank_names[r], rank_names[k]);
+	if (held_ranks[r] > 0 &&
+	    !(r == TPE__RANK_POOL && held_ranks[TPE__RANK_FORK] > 0))
+		TPE__DIE("lock order: taking a second %s lock",
+		    rank_names[r]);
+}
+
+static void
+count_rank(const struct tpe__mutex *m, int delta)
+{
+	if (m->rank != TPE__RANK_NONE)
+		held_ranks[m->rank] = (unsigned short)(held_ranks[m->rank] +
+		    delta);
+}
+
 bool
 tpe__mutex_held(const struct tpe__mutex *m)
 {
@@ -71,10 +112,29 @@ tpe__assert_held(const struct tpe__mutex *m, const char *what,
 #endif
 
 void
+tpe__mutex_forget_held(void)
+{
+#ifdef TPE_DEBUG
+	memset(held_ranks, 0, sizeof(held_ranks));
+#endif
+}
+
+void
 tpe__mutex_init(struct tpe__mutex *m)
+{
+	tpe__mutex_init_ranked(m, TPE__RANK_NONE);
+}
+
+void
+tpe__mutex_init_ranked(struct tpe__mutex *m, enum tpe__lock_rank rank)
 {
 	pthread_mutexattr_t ma;
 
+#ifdef TPE_DEBUG
+	m->rank = (int)rank;
+#else
+	(void)rank;
+#endif
 	CHECKED(pthread_mutexattr_init(&ma), "pthread_mutexattr_init");
 #ifdef TPE_DEBUG
 	/* Relocking, or unlocking a mutex another thread holds, fails and
@@ -103,9 +163,13 @@ tpe__mutex_destroy(struct tpe__mutex *m)
 void
 tpe__mutex_lock(struct tpe__mutex *m)
 {
+#ifdef TPE_DEBUG
+	check_order(m);
+#endif
 	CHECKED(pthread_mutex_lock(&m->m), "pthread_mutex_lock");
 #ifdef TPE_DEBUG
 	set_owner(m, &self_tag);
+	count_rank(m, 1);
 #endif
 }
 
@@ -119,7 +183,9 @@ tpe__mutex_trylock(struct tpe__mutex *m)
 	if (rc != 0)
 		tpe__panic("pthread_mutex_trylock", rc);
 #ifdef TPE_DEBUG
+	/* A trylock cannot deadlock: counted, not checked. */
 	set_owner(m, &self_tag);
+	count_rank(m, 1);
 #endif
 	return true;
 }
@@ -130,6 +196,7 @@ tpe__mutex_unlock(struct tpe__mutex *m)
 #ifdef TPE_DEBUG
 	TPE__ASSERT_HELD(m);
 	set_owner(m, NULL);
+	count_rank(m, -1);
 #endif
 	CHECKED(pthread_mutex_unlock(&m->m), "pthread_mutex_unlock");
 }

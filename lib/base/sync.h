@@ -17,6 +17,37 @@
  * not held), one pointer, so that a thread that does not hold the mutex can
  * never read "held by me", whatever it races with: only the holder writes
  * its own address, and it clears it before it unlocks or waits.
+ *
+ * The lock order of the library (the one list; the kernel's workqueue.c
+ * keeps its the same way). Every mutex has a rank (tpe__mutex_init_ranked);
+ * a thread takes locks in increasing rank only, and a debug build asserts
+ * it on every acquire (tpe__mutex_lock dies naming both ranks):
+ *
+ *   1 FORK         the fork registry's lock (base/fork.c)
+ *   2 POOL         a pool's lock, pool->lock (pool/pool.h): "L" in lib/pool
+ *                  and lib/engine; fork's prepare() holds every pool's at
+ *                  once, in registry order, under FORK (siblings)
+ *   3 SLOT         a reserve slot's lock (pool/reserve.h), a stack's wait
+ *                  lock (engine/stacks.c, without futexes): taken under
+ *                  POOL by wake-ups, never two at once
+ *   4 FUTURE       a future's lock (pool/future.h)
+ *   5 STRATEGY     a strategy's lock (strategy/): never held while it calls
+ *                  the pool
+ *   6 COOP         the tasklet service's lock (coop/)
+ *   7 COOP_JOB     a tasklet job's lock
+ *   8 COOP_WORKER  a tasklet worker's lock
+ *
+ * No lock of the library is held while user code runs, nor while a thread
+ * is created or joined.
+ *
+ * And the one legend of the annotation on each shared field:
+ *   I  set before the object is shared (create, attach), read-only after
+ *   L  the owning pool's lock (rank POOL)
+ *   A  atomic; each access says which other access it pairs with
+ *   O  written only by one owner thread (atomic stores), read by any
+ *   R  the fork registry's lock (rank FORK)
+ * A field guarded by any other lock names that lock ("slot->lock",
+ * "f->lock", "s->lock").
  */
 #ifndef TPE_SYNC_H
 #define TPE_SYNC_H
@@ -60,14 +91,36 @@ void tpe__die(const char *file, int line, const char *func,
 #define TPE__ASSERT(cond) ((void)sizeof(!(cond)))
 #endif
 
+/* The ranks of the lock order above; NONE: a lock outside it (tests'). */
+enum tpe__lock_rank {
+	TPE__RANK_NONE,
+	TPE__RANK_FORK,
+	TPE__RANK_POOL,
+	TPE__RANK_SLOT,
+	TPE__RANK_FUTURE,
+	TPE__RANK_STRATEGY,
+	TPE__RANK_COOP,
+	TPE__RANK_COOP_JOB,
+	TPE__RANK_COOP_WORKER,
+	TPE__RANK_COUNT
+};
+
 struct tpe__mutex {
 	pthread_mutex_t m;
 #ifdef TPE_DEBUG
 	void *owner; /* A: the holder's tag (sync.c), NULL when not held */
+	int rank;    /* I: enum tpe__lock_rank */
 #endif
 };
 
+/* A mutex of rank `rank` in the lock order above. */
+void tpe__mutex_init_ranked(struct tpe__mutex *m, enum tpe__lock_rank rank);
+/* A mutex outside the lock order (rank NONE: not checked). */
 void tpe__mutex_init(struct tpe__mutex *m);
+/* In the child of fork(), in the forking thread: the locks it held across
+ * fork() were initialised afresh, not unlocked; forget that it held them
+ * (a debug build's rank counts; nothing otherwise). */
+void tpe__mutex_forget_held(void);
 void tpe__mutex_destroy(struct tpe__mutex *m);
 void tpe__mutex_lock(struct tpe__mutex *m);
 void tpe__mutex_unlock(struct tpe__mutex *m);

@@ -1093,7 +1093,7 @@ tpe__engine_stacks_create(size_t workers, struct tpe__engine **q)
 	pq->n = workers;
 #ifndef USE_FUTEX
 	for (size_t i = 0; i < workers; i++) {
-		tpe__mutex_init(&pq->slots[i].lock);
+		tpe__mutex_init_ranked(&pq->slots[i].lock, TPE__RANK_SLOT);
 		tpe__cond_init(&pq->slots[i].cond);
 	}
 #endif

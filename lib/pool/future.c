@@ -14,7 +14,7 @@ tpe__future_create(struct tpe_future **fp, tpe_call_fn fn, void *arg)
 
 	if (f == NULL)
 		return ENOMEM;
-	tpe__mutex_init(&f->lock);
+	tpe__mutex_init_ranked(&f->lock, TPE__RANK_FUTURE);
 	tpe__cond_init(&f->cond);
 	f->state = TPE__F_NEW;
 	f->result = NULL;

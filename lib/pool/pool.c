@@ -196,7 +196,7 @@ tpe_create(tpe_t **poolp, const tpe_attr_t *attr)
 	pool->keep_alive_ns = pool->attr.keep_alive_ns;
 	pool->allow_core_timeout = pool->attr.allow_core_timeout;
 	pool->state = TPE__RUNNING;
-	tpe__mutex_init(&pool->lock);
+	tpe__mutex_init_ranked(&pool->lock, TPE__RANK_POOL);
 	tpe__cond_init(&pool->idle_cond);
 	tpe__cond_init(&pool->term_cond);
 	pool->fork_entry.lock = &pool->lock;
@@ -828,7 +828,7 @@ atfork_child(void *ctx)
 	tpe__tls_hook_pool = NULL;
 	tpe__task_atfork_child();
 	tpe__reserve_atfork_child(&pool->reserve);
-	tpe__mutex_init(&pool->lock);
+	tpe__mutex_init_ranked(&pool->lock, TPE__RANK_POOL);
 	tpe__cond_init(&pool->idle_cond);
 	tpe__cond_init(&pool->term_cond);
 }

@@ -58,7 +58,7 @@ tpe__reserve_init(struct tpe__reserve *r, size_t capacity)
 	for (i = 0; i < capacity; i++) {
 		r->slots[i].state = EMPTY;
 		r->slots[i].item = NULL;
-		tpe__mutex_init(&r->slots[i].lock);
+		tpe__mutex_init_ranked(&r->slots[i].lock, TPE__RANK_SLOT);
 		tpe__cond_init(&r->slots[i].cond);
 	}
 	return 0;
@@ -87,7 +87,7 @@ tpe__reserve_atfork_child(struct tpe__reserve *r)
 	for (i = 0; i < r->capacity; i++) {
 		r->slots[i].state = EMPTY;
 		r->slots[i].item = NULL;
-		tpe__mutex_init(&r->slots[i].lock);
+		tpe__mutex_init_ranked(&r->slots[i].lock, TPE__RANK_SLOT);
 		tpe__cond_init(&r->slots[i].cond);
 	}
 	r->want = 0;
