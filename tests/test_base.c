@@ -5,15 +5,18 @@
  * takers (every node taken exactly once, each pusher's nodes in order),
  * its marker variant, the park/wake sequence (park.h) in the exact
  * lost-wake-up interleaving built with barriers and in a ping-pong, its
- * timeouts, and the backoff's phases.
+ * timeouts, the backoff's phases, and the thread-start helper's signal
+ * mask.
  */
 #include <pthread.h>
+#include <signal.h>
 
 #include "testutil.h"
 
 #include "base/atomic.h"
 #include "base/park.h"
 #include "base/stack.h"
+#include "base/sync.h"
 
 struct node {
 	struct node *next;
@@ -412,6 +415,44 @@ test_base_backoff_sleep_ladder(void **state)
 	assert_int_equal(tpe__backoff_sleep_ns(3, 3000), 3000);
 }
 
+/* ---- the thread-start helper ------------------------------------------ */
+
+static void *
+mask_main(void *arg)
+{
+	sigset_t *mask = arg;
+
+	pthread_sigmask(SIG_BLOCK, NULL, mask);
+	return NULL;
+}
+
+/* A thread started by tpe__thread_create blocks every asynchronous signal
+ * and none of the synchronous ones; the caller's own mask is unchanged. */
+static void
+test_base_thread_create_blocks_signals(void **state)
+{
+	sigset_t before, after, child;
+	pthread_t th;
+
+	(void)state;
+	pthread_sigmask(SIG_BLOCK, NULL, &before);
+	assert_int_equal(tpe__thread_create(&th, NULL, mask_main, &child), 0);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	pthread_sigmask(SIG_BLOCK, NULL, &after);
+	assert_int_equal(sigismember(&child, SIGINT), 1);
+	assert_int_equal(sigismember(&child, SIGTERM), 1);
+	assert_int_equal(sigismember(&child, SIGUSR1), 1);
+	assert_int_equal(sigismember(&child, SIGCHLD), 1);
+	assert_int_equal(sigismember(&child, SIGSEGV), 0);
+	assert_int_equal(sigismember(&child, SIGBUS), 0);
+	assert_int_equal(sigismember(&child, SIGFPE), 0);
+	assert_int_equal(sigismember(&child, SIGABRT), 0);
+	assert_int_equal(sigismember(&after, SIGINT),
+	    sigismember(&before, SIGINT));
+	assert_int_equal(sigismember(&after, SIGUSR1),
+	    sigismember(&before, SIGUSR1));
+}
+
 int
 main(void)
 {
@@ -424,6 +465,7 @@ main(void)
 		cmocka_unit_test(test_base_park_timeout),
 		cmocka_unit_test(test_base_backoff_phases),
 		cmocka_unit_test(test_base_backoff_sleep_ladder),
+		cmocka_unit_test(test_base_thread_create_blocks_signals),
 	};
 
 	tu_time_bound(0);
