@@ -56,6 +56,19 @@ test_base_stack_push_take_reverse(void **state)
 		assert_ptr_equal(h, &n[i]);
 	assert_null(h);
 	assert_null(node_stack_reverse(NULL));
+	/* Counted: the old head is the new last node. */
+	n[0].next = NULL;
+	n[1].next = &n[0];
+	n[2].next = &n[1];
+	{
+		size_t k = 99;
+
+		assert_ptr_equal(node_stack_reverse_count(&n[2], &k), &n[0]);
+		assert_int_equal(k, 3);
+		assert_null(n[2].next);
+		assert_null(node_stack_reverse_count(NULL, &k));
+		assert_int_equal(k, 0);
+	}
 }
 
 static void

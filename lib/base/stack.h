@@ -45,6 +45,13 @@
  *   type *name_top(type *const *top)       seq_cst load of the top.
  *   type *name_reverse(type *h)            a taken chain turned around:
  *        newest-first becomes oldest-first (FIFO), and back.
+ *   type *name_reverse_count(type *h, size_t *n)
+ *        The same, and *n the number of nodes. The old head h (the newest
+ *        node, when h was taken) is the new last node.
+ *
+ * A debug build asserts at each push that the chain's first node is not
+ * already the top (a node given back twice in a row would link to itself
+ * and be handed out for ever).
  *
  * No ABA problem: nodes leave the stack only all at once, never one by
  * one, so a CAS that finds the same top as before pushes onto whatever
@@ -66,6 +73,7 @@
 #include <stdint.h>
 
 #include "base/atomic.h"
+#include "base/sync.h"
 
 /* Marker value k (1, 2, ...) for a stack of `type`: never a node address. */
 #define TPE__STACK_MARK(type, k) ((type *)(uintptr_t)(k))
@@ -77,6 +85,7 @@ name##_push_chain_mpsc(type **top, type *first, type *last)               \
 	type *old = tpe__hint_load(top);                                  \
                                                                           \
 	do {                                                              \
+		TPE__ASSERT(first != old); /* pushed twice in a row */    \
 		last->link = old;                                         \
 		/* seq_cst: pairs with the take's exchange or CAS. */     \
 	} while (!tpe__cas_weak(top, &old, first));                       \
@@ -98,6 +107,7 @@ name##_push_marked_mpsc(type **top, type *first, type *last,              \
 	do {                                                              \
 		if (refuse != NULL && old == refuse)                      \
 			return refuse;                                    \
+		TPE__ASSERT(first != old); /* pushed twice in a row */    \
 		last->link = as_empty != NULL && old == as_empty ? NULL : \
 		    old;                                                  \
 		/* seq_cst: pairs with the take's exchange or CAS. */     \
@@ -141,16 +151,26 @@ name##_is_empty(type *const *top)                                         \
 }                                                                         \
                                                                           \
 static inline __attribute__((unused)) type *                              \
-name##_reverse(type *h)                                                   \
+name##_reverse_count(type *h, size_t *n)                                  \
 {                                                                         \
 	type *out = NULL, *next;                                          \
+	size_t k = 0;                                                     \
                                                                           \
-	for (; h != NULL; h = next) {                                     \
+	for (; h != NULL; h = next, k++) {                                \
 		next = h->link;                                           \
 		h->link = out;                                            \
 		out = h;                                                  \
 	}                                                                 \
+	*n = k;                                                           \
 	return out;                                                       \
+}                                                                         \
+                                                                          \
+static inline __attribute__((unused)) type *                              \
+name##_reverse(type *h)                                                   \
+{                                                                         \
+	size_t n;                                                         \
+                                                                          \
+	return name##_reverse_count(h, &n);                               \
 }
 
 #endif /* TPE_STACK_H */
