@@ -41,8 +41,9 @@
  *     read under the pool's lock.
  *   - thpool_destroy from one of the pool's own jobs does nothing (it
  *     would wait for itself): tpe_wait_idle with no timeout tells, with
- *     EDEADLK, that the caller is one of the pool's workers. Only the
- *     public API: this layer sits on include/tpe.h alone.
+ *     EDEADLK, that the caller is one of the pool's workers.
+ *   Layer: a client of the public API alone (include/tpe.h,
+ *   include/tpe/thpool.h; doc/architecture.md, build-aux/check-layering.sh).
  *   A NULL threadpool is accepted by every call and does nothing (0 or -1
  *   where a value is returned); C-Thread-Pool crashes on it, except in
  *   thpool_destroy.

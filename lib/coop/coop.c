@@ -30,7 +30,8 @@
  * Idle backoff. A pass in which no call made progress (every call returned
  * TPE_NO_PROGRESS) is idle; the n-th idle pass in a row spins
  * (TPE__COOP_SPIN_PASSES), then yields (TPE__COOP_YIELD_PASSES), then
- * parks for 1 us, 2 us, 4 us ... up to max_park_ns (tpe__coop_park_ns).
+ * parks for 1 us, 2 us, 4 us ... up to max_park_ns (tpe__coop_park_ns: the
+ * sleep ladder of base/park.h's backoff).
  * One pass with progress resets n. A worker with no tasklet at all parks
  * without a timeout: a service without work uses no CPU.
  *
@@ -119,6 +120,11 @@
  * Lock order: coop->lock -> job->lock -> worker->lock; no thread holds
  * two worker locks. A worker holds no lock while it calls a tasklet or
  * ends one.
+ *
+ * Layer: a client of the public API; it includes include/tpe.h and
+ * lib/base only: sync (locks, tpe__thread_create, thread names), the named
+ * atomics, and park.h's backoff ladder (doc/architecture.md,
+ * build-aux/check-layering.sh).
  *
  * Legend: I = set at create or submit, read-only after; A = atomic;
  * L = the lock named; O = written by the owning worker only, under its

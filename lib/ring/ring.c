@@ -82,6 +82,10 @@
  * racing an offer could let the consumer end the stream (EPIPE) before
  * the item of that offer arrives.
  *
+ * Layer: a client of the public API; it includes include/tpe.h and
+ * lib/base only (base/atomic.h: the named atomics and TPE__CACHE_LINE;
+ * doc/architecture.md, build-aux/check-layering.sh).
+ *
  * Legend: I = set at create, read-only after; A = atomic; P = the
  * producer's, C = the consumer's (the one thread acting for that side).
  */
