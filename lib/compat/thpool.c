@@ -39,16 +39,20 @@
  *     be unlocking its mutex.
  *   - thpool_num_threads_working is the active count of tpe_get_stats,
  *     read under the pool's lock.
+ *   - thpool_destroy from one of the pool's own jobs does nothing (it
+ *     would wait for itself): tpe_wait_idle with no timeout tells, with
+ *     EDEADLK, that the caller is one of the pool's workers.
+ *   Layer: a client of the public API alone (include/tpe.h,
+ *   include/tpe/thpool.h; doc/architecture.md, build-aux/check-layering.sh).
  *   A NULL threadpool is accepted by every call and does nothing (0 or -1
  *   where a value is returned); C-Thread-Pool crashes on it, except in
  *   thpool_destroy.
  */
+#include <errno.h>
 #include <stdlib.h>
 
 #include "tpe.h"
 #include "tpe/thpool.h"
-
-#include "pool/pool.h"
 
 struct thpool_ {
 	tpe_t *pool;    /* I */
@@ -138,8 +142,10 @@ thpool_destroy(threadpool tp)
 	if (tp == NULL)
 		return;
 	/* A job destroying its own pool would wait for itself to finish:
-	 * refused before anything changes. */
-	if (tpe__tls_worker_pool == tp->pool)
+	 * refused before anything changes. tpe_wait_idle says EDEADLK at
+	 * once, and only, on the pool's own workers (tpe_wait_idle(3));
+	 * elsewhere, with no time to wait, it only looks. */
+	if (tpe_wait_idle(tp->pool, 0) == EDEADLK)
 		return;
 	(void)tpe_shutdown_now(tp->pool, NULL, NULL);
 	(void)tpe_destroy(tp->pool);

@@ -30,7 +30,8 @@
  * Idle backoff. A pass in which no call made progress (every call returned
  * TPE_NO_PROGRESS) is idle; the n-th idle pass in a row spins
  * (TPE__COOP_SPIN_PASSES), then yields (TPE__COOP_YIELD_PASSES), then
- * parks for 1 us, 2 us, 4 us ... up to max_park_ns (tpe__coop_park_ns).
+ * parks for 1 us, 2 us, 4 us ... up to max_park_ns (tpe__coop_park_ns: the
+ * sleep ladder of base/park.h's backoff).
  * One pass with progress resets n. A worker with no tasklet at all parks
  * without a timeout: a service without work uses no CPU.
  *
@@ -120,6 +121,11 @@
  * two worker locks. A worker holds no lock while it calls a tasklet or
  * ends one.
  *
+ * Layer: a client of the public API; it includes include/tpe.h and
+ * lib/base only: sync (locks, tpe__thread_create, thread names), the named
+ * atomics, and park.h's backoff ladder (doc/architecture.md,
+ * build-aux/check-layering.sh).
+ *
  * Legend: I = set at create or submit, read-only after; A = atomic;
  * L = the lock named; O = written by the owning worker only, under its
  * lock (the owner reads without it, others under it).
@@ -131,12 +137,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "coop/coop.h"
+#include "base/atomic.h"
 #include "base/cpu.h"
+#include "base/park.h"
 #include "base/sized.h"
 #include "base/sync.h"
+#include "coop/coop.h"
 
 /* The first version of each input struct: the least a caller passes. */
 #define TPE__COOP_CONFIG_MIN TPE__END_OF(struct tpe_coop_config, thread_name)
@@ -231,7 +238,7 @@ static void
 job_unref(struct tpe_job *job)
 {
 	/* acq_rel: the last owner sees every write of the other owner. */
-	if (__atomic_sub_fetch(&job->refs, 1, __ATOMIC_ACQ_REL) != 0)
+	if (tpe__fetch_sub(&job->refs, 1) != 0)
 		return;
 	tpe__cond_destroy(&job->cond);
 	tpe__mutex_destroy(&job->lock);
@@ -246,23 +253,21 @@ job_fail(struct tpe_job *job, int err)
 
 	/* Pairs with the acquire loads before each call (worker_pass,
 	 * blocking_main) and with the load at completion. */
-	return __atomic_compare_exchange_n(&job->error, &expected, err, false,
-	    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+	return tpe__cas(&job->error, &expected, err);
 }
 
 static int
 job_error(struct tpe_job *job)
 {
 	/* Pairs with job_fail's CAS. */
-	return __atomic_load_n(&job->error, __ATOMIC_ACQUIRE);
+	return tpe__observe(&job->error);
 }
 
 static inline void
 complete_hook(struct tpe_job *job)
 {
 	/* Relaxed: set by a test before the job exists. */
-	void (*hook)(tpe_job_t *) = __atomic_load_n(&tpe__coop_complete_hook,
-	    __ATOMIC_RELAXED);
+	void (*hook)(tpe_job_t *) = tpe__hint_load(&tpe__coop_complete_hook);
 
 	if (hook != NULL)
 		hook(job);
@@ -284,7 +289,7 @@ slot_end(struct slot *s, int result)
 		s->end(s->ctx, result);
 	/* acq_rel: the last one sees every slot's effects (they happen-before
 	 * tpe_job_wait's return through the job lock). */
-	if (__atomic_sub_fetch(&job->remaining, 1, __ATOMIC_ACQ_REL) != 0)
+	if (tpe__fetch_sub(&job->remaining, 1) != 0)
 		return;
 	complete_hook(job);
 	tpe__mutex_lock(&job->lock);
@@ -303,7 +308,7 @@ set_news_locked(struct worker *w)
 	TPE__ASSERT_HELD(&w->lock);
 	/* Relaxed: a hint read without the lock at the top of a pass; the
 	 * worker takes the lock before it acts on it. */
-	__atomic_store_n(&w->news, true, __ATOMIC_RELAXED);
+	tpe__hint_store(&w->news, true);
 	if (w->parked)
 		tpe__cond_signal(&w->cond);
 }
@@ -330,13 +335,13 @@ add_load_locked(struct worker *w, long delta)
 {
 	TPE__ASSERT_HELD(&w->lock);
 	/* Relaxed: thieves compare snapshots (a wrong guess is harmless). */
-	__atomic_store_n(&w->load, w->load + (size_t)delta, __ATOMIC_RELAXED);
+	tpe__hint_store(&w->load, w->load + (size_t)delta);
 }
 
 static size_t
 load_of(struct worker *w)
 {
-	return __atomic_load_n(&w->load, __ATOMIC_RELAXED);
+	return tpe__hint_load(&w->load);
 }
 
 /* Appends s to one of w's lists (its list or its inbox) and counts it. */
@@ -372,7 +377,7 @@ static void
 take_inbox_locked(struct worker *w)
 {
 	TPE__ASSERT_HELD(&w->lock);
-	__atomic_store_n(&w->news, false, __ATOMIC_RELAXED);
+	tpe__hint_store(&w->news, false);
 	if (w->in_head == NULL)
 		return;
 	w->in_head->prev = w->tail;
@@ -411,37 +416,49 @@ park(struct worker *w, int64_t ns)
 	tpe__mutex_lock(&w->lock);
 	if (ns < 0)
 		/* Pairs with the load in tpe__coop_parked_forever. */
-		__atomic_add_fetch(&w->coop->parked_forever, 1,
-		    __ATOMIC_SEQ_CST);
+		tpe__fetch_add(&w->coop->parked_forever, 1);
 	w->parked = true;
 	while (!w->news) {
 		int rc = tpe__cond_wait_until(&w->cond, &w->lock, deadline);
 
 		/* Relaxed: a statistic (tpe__coop_wakeups). */
-		__atomic_add_fetch(&w->coop->wakeups, 1, __ATOMIC_RELAXED);
+		tpe__counter_add(&w->coop->wakeups, 1);
 		if (rc != 0)
 			break;
 	}
 	w->parked = false;
 	if (ns < 0)
-		__atomic_sub_fetch(&w->coop->parked_forever, 1,
-		    __ATOMIC_SEQ_CST);
+		tpe__fetch_sub(&w->coop->parked_forever, 1);
 	tpe__mutex_unlock(&w->lock);
 }
 
 int64_t
 tpe__coop_park_ns(uint64_t n, int64_t max_ns)
 {
-	uint64_t shift;
-
 	if (n <= TPE__COOP_SPIN_PASSES + TPE__COOP_YIELD_PASSES)
 		return 0;
-	shift = n - TPE__COOP_SPIN_PASSES - TPE__COOP_YIELD_PASSES - 1;
-	/* 1 us << 40 is 12 days: no bound is reached later (and the
-	 * shift cannot overflow). */
-	if (shift >= 40 || TPE__COOP_PARK_MIN_NS << shift >= max_ns)
-		return max_ns;
-	return TPE__COOP_PARK_MIN_NS << shift;
+	/* The park phase is the base backoff's sleep ladder (park.h). */
+	return tpe__backoff_sleep_ns(n - TPE__COOP_SPIN_PASSES -
+	    TPE__COOP_YIELD_PASSES, max_ns);
+}
+
+/*
+ * The n-th idle pass in a row of a worker (may_spin) or of a dedicated
+ * thread (which yields instead of spinning): relaxes or yields and returns
+ * 0, or returns how long to park (the design notes, Idle backoff).
+ */
+static int64_t
+idle_backoff(uint64_t n, int64_t max_ns, bool may_spin)
+{
+	int64_t ns = tpe__coop_park_ns(n, max_ns);
+
+	if (ns != 0)
+		return ns;
+	if (may_spin && n <= TPE__COOP_SPIN_PASSES)
+		tpe__cpu_relax();
+	else
+		sched_yield();
+	return 0;
 }
 
 /* One idle pass more: spin, yield or park (the design notes). */
@@ -452,14 +469,8 @@ idle(struct worker *w)
 
 	if (w->idle < UINT64_MAX)
 		w->idle++;
-	if (w->idle <= TPE__COOP_SPIN_PASSES) {
-		tpe__cpu_relax();
-		return;
-	}
-	ns = tpe__coop_park_ns(w->idle, w->coop->max_park_ns);
-	if (ns == 0)
-		sched_yield();
-	else
+	ns = idle_backoff(w->idle, w->coop->max_park_ns, true);
+	if (ns != 0)
 		park(w, ns);
 }
 
@@ -475,8 +486,7 @@ mark_one_locked(struct worker *victim, struct slot *s, struct worker *thief)
 
 		/* Pairs with the acquire load in worker_pass: the victim
 		 * sees the mark before its next call of s. */
-		if (__atomic_compare_exchange_n(&s->thief, &none, thief,
-		    false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+		if (tpe__cas(&s->thief, &none, thief)) {
 			set_news_locked(victim);
 			return true;
 		}
@@ -517,7 +527,7 @@ hand_over(struct worker *w, struct slot *s, struct worker *thief)
 	struct worker *last = s->last;
 	bool moved;
 
-	__atomic_store_n(&s->thief, NULL, __ATOMIC_RELAXED);
+	tpe__hint_store(&s->thief, NULL);
 	tpe__mutex_lock(&w->lock);
 	unlink_locked(w, s);
 	/* Counted before the push, so that the thief's count-down (adopt)
@@ -590,7 +600,7 @@ cancel_slot(struct worker *w, struct slot *s)
 	tpe__mutex_lock(&w->lock);
 	unlink_locked(w, s);
 	tpe__mutex_unlock(&w->lock);
-	__atomic_store_n(&s->thief, NULL, __ATOMIC_RELAXED);
+	tpe__hint_store(&s->thief, NULL);
 	tpe__mutex_lock(&home->lock);
 	/* Even when home has closed: it waits for its away count to reach
 	 * 0 before it exits, and s is counted there. */
@@ -620,7 +630,7 @@ worker_pass(struct worker *w)
 			continue;
 		}
 		/* Pairs with the CAS in steal(). */
-		thief = __atomic_load_n(&s->thief, __ATOMIC_ACQUIRE);
+		thief = tpe__observe(&s->thief);
 		if (thief != NULL) {
 			hand_over(w, s, thief);
 			continue;
@@ -679,7 +689,7 @@ stopping(tpe_coop_t *coop)
 {
 	/* Pairs with the store in tpe_coop_destroy (made under coop->lock,
 	 * before the wake-ups that make each worker look). */
-	return __atomic_load_n(&coop->stopping, __ATOMIC_ACQUIRE);
+	return tpe__observe(&coop->stopping);
 }
 
 /* Names the calling thread "<name>-<tag><id>" (tpe__thread_set_name cuts
@@ -702,7 +712,7 @@ worker_main(void *arg)
 	tls_worker = w;
 	for (;;) {
 		/* Relaxed: set_news_locked's store; acted on under the lock. */
-		if (__atomic_load_n(&w->news, __ATOMIC_RELAXED)) {
+		if (tpe__hint_load(&w->news)) {
 			tpe__mutex_lock(&w->lock);
 			take_inbox_locked(w);
 			tpe__mutex_unlock(&w->lock);
@@ -766,7 +776,6 @@ blocking_main(void *arg)
 	struct slot *s = d->slot;
 	struct tpe_job *job = s->job;
 	tpe_coop_t *coop = job->coop;
-	struct timespec ts;
 	uint64_t idle_passes = 0;
 	bool aborted;
 	int64_t ns;
@@ -801,15 +810,12 @@ blocking_main(void *arg)
 		} else if (r == TPE_NO_PROGRESS) {
 			/* The same backoff; a nanosleep bounded by
 			 * max_park_ns, so a cancel is seen within it. */
-			ns = tpe__coop_park_ns(++idle_passes,
-			    coop->max_park_ns);
-			if (ns == 0) {
-				sched_yield();
-			} else {
-				ts.tv_sec = ns / TPE__NS_PER_S;
-				ts.tv_nsec = ns % TPE__NS_PER_S;
-				nanosleep(&ts, NULL);
-			}
+			if (idle_passes < UINT64_MAX)
+				idle_passes++;
+			ns = idle_backoff(idle_passes, coop->max_park_ns,
+			    false);
+			if (ns != 0)
+				tpe__sleep_ns(ns);
 		} else {
 			if (r < 0)
 				r = EINVAL;
@@ -851,7 +857,7 @@ coop_free(tpe_coop_t *coop, size_t started)
 
 	tpe__mutex_lock(&coop->lock);
 	/* Pairs with the acquire load in stopping(). */
-	__atomic_store_n(&coop->stopping, true, __ATOMIC_RELEASE);
+	tpe__publish(&coop->stopping, true);
 	tpe__mutex_unlock(&coop->lock);
 	for (i = 0; i < started; i++)
 		wake(&coop->workers[i]);
@@ -1141,8 +1147,7 @@ tpe_job_cancel(tpe_job_t *job)
 	tpe__mutex_lock(&job->lock);
 	/* remaining == 0: the last tasklet has ended and its thread is on
 	 * its way to complete the job (slot_end): too late to cancel. */
-	if (job->done || __atomic_load_n(&job->remaining, __ATOMIC_ACQUIRE) ==
-	    0) {
+	if (job->done || tpe__observe(&job->remaining) == 0) {
 		tpe__mutex_unlock(&job->lock);
 		return 0;
 	}
@@ -1181,13 +1186,13 @@ size_t
 tpe__coop_parked_forever(tpe_coop_t *coop)
 {
 	/* Pairs with the updates in park(). */
-	return __atomic_load_n(&coop->parked_forever, __ATOMIC_SEQ_CST);
+	return tpe__dekker_load(&coop->parked_forever);
 }
 
 uint64_t
 tpe__coop_wakeups(tpe_coop_t *coop)
 {
-	return __atomic_load_n(&coop->wakeups, __ATOMIC_RELAXED);
+	return tpe__counter_read(&coop->wakeups);
 }
 
 size_t

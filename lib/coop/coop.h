@@ -9,13 +9,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/park.h"
 #include "tpe.h"
 
 /* The idle backoff before a worker parks (coop.c): passes that spin, then
  * passes that yield, then parks of PARK_MIN_NS doubling. */
 #define TPE__COOP_SPIN_PASSES 4
 #define TPE__COOP_YIELD_PASSES 4
-#define TPE__COOP_PARK_MIN_NS INT64_C(1000)
+#define TPE__COOP_PARK_MIN_NS TPE__BACKOFF_SLEEP_MIN_NS
 
 /*
  * The park time of the n-th consecutive idle pass (n >= 1) when the bound

@@ -82,6 +82,10 @@
  * racing an offer could let the consumer end the stream (EPIPE) before
  * the item of that offer arrives.
  *
+ * Layer: a client of the public API; it includes include/tpe.h and
+ * lib/base only (base/atomic.h: the named atomics and TPE__CACHE_LINE;
+ * doc/architecture.md, build-aux/check-layering.sh).
+ *
  * Legend: I = set at create, read-only after; A = atomic; P = the
  * producer's, C = the consumer's (the one thread acting for that side).
  */
@@ -91,8 +95,8 @@
 
 #include "tpe.h"
 
+#include "base/atomic.h"
 #include "base/sync.h"
-#include "queue/queue.h"  /* TPE__CACHE_LINE */
 #include "ring/ring.h"
 
 struct tpe_ring {
@@ -150,23 +154,22 @@ tpe_ring_offer(tpe_ring_t *ring, void *item)
 		return EINVAL;
 	/* Relaxed: closed is written by the producer side only, which is
 	 * this thread or one ordered before it (design notes). */
-	if (__atomic_load_n(&ring->closed, __ATOMIC_RELAXED))
+	if (tpe__hint_load(&ring->closed))
 		return EPIPE;
 	/* Relaxed: the producer is tail's only writer. */
-	t = __atomic_load_n(&ring->tail, __ATOMIC_RELAXED);
+	t = tpe__hint_load(&ring->tail);
 	if (t - ring->head_cache > ring->pmask) {
 		/* Looks full: the consumer may have moved on. Acquire, pairs
 		 * with the consumer's release store of head in take(): its
 		 * reads of the slots it freed happen-before the write below. */
-		ring->head_cache = __atomic_load_n(&ring->head,
-		    __ATOMIC_ACQUIRE);
+		ring->head_cache = tpe__observe(&ring->head);
 		if (t - ring->head_cache > ring->pmask)
 			return EAGAIN; /* really full: the caller keeps item */
 	}
 	ring->slots[t & ring->pmask] = item;
 	/* Release, pairs with the consumer's acquire loads of tail in
 	 * take(): publishes the slot just written. */
-	__atomic_store_n(&ring->tail, t + 1, __ATOMIC_RELEASE);
+	tpe__publish(&ring->tail, t + 1);
 	return 0;
 }
 
@@ -177,14 +180,13 @@ take(tpe_ring_t *ring, void **items, size_t max, size_t *count)
 	size_t h, avail, n, i;
 
 	/* Relaxed: the consumer is head's only writer. */
-	h = __atomic_load_n(&ring->head, __ATOMIC_RELAXED);
+	h = tpe__hint_load(&ring->head);
 	avail = ring->tail_cache - h;
 	if (avail < max) {
 		/* Looks empty, or holds fewer than the caller takes: the
 		 * producer may have offered since. Acquire, pairs with the
 		 * release store of tail in tpe_ring_offer. */
-		ring->tail_cache = __atomic_load_n(&ring->tail,
-		    __ATOMIC_ACQUIRE);
+		ring->tail_cache = tpe__observe(&ring->tail);
 		avail = ring->tail_cache - h;
 	}
 	if (avail == 0) {
@@ -193,11 +195,10 @@ take(tpe_ring_t *ring, void **items, size_t max, size_t *count)
 		 * load below, so the end of the stream is never reported
 		 * while an item offered before the close is still on its
 		 * way. */
-		if (!__atomic_load_n(&ring->closed, __ATOMIC_ACQUIRE))
+		if (!tpe__observe(&ring->closed))
 			return EAGAIN;
 		/* Acquire, pairs with tpe_ring_offer's release of tail. */
-		ring->tail_cache = __atomic_load_n(&ring->tail,
-		    __ATOMIC_ACQUIRE);
+		ring->tail_cache = tpe__observe(&ring->tail);
 		avail = ring->tail_cache - h;
 		if (avail == 0)
 			return EPIPE;
@@ -209,7 +210,7 @@ take(tpe_ring_t *ring, void **items, size_t max, size_t *count)
 	/* Release, pairs with the producer's acquire load of head in
 	 * tpe_ring_offer: the reads above happen-before it reuses the
 	 * slots. */
-	__atomic_store_n(&ring->head, h + n, __ATOMIC_RELEASE);
+	tpe__publish(&ring->head, h + n);
 	*count = n;
 	return 0;
 }
@@ -240,7 +241,7 @@ tpe_ring_close(tpe_ring_t *ring)
 	/* Release, pairs with the consumer's acquire load of closed in
 	 * take(): orders every tail store before it. A second close
 	 * stores the same value. */
-	__atomic_store_n(&ring->closed, 1, __ATOMIC_RELEASE);
+	tpe__publish(&ring->closed, 1);
 	return 0;
 }
 

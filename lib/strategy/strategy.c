@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "base/atomic.h"
 #include "base/invocation.h"
 #include "base/sized.h"
 #include "strategy/strategy.h"
@@ -21,7 +22,7 @@ count(uint64_t *counter, int delta)
 	/* Relaxed: the counters order nothing. A reader that waited for a
 	 * task to start (a latch, the pool's promises) sees it counted,
 	 * since it was counted before it started in the same thread. */
-	__atomic_add_fetch(counter, (uint64_t)(int64_t)delta, __ATOMIC_RELAXED);
+	tpe__counter_add(counter, (uint64_t)(int64_t)delta);
 }
 
 /* ---- pending producers ------------------------------------------------ */
@@ -400,10 +401,10 @@ tpe_strategy_get_stats(const tpe_strategy_t *s,
 	rc = tpe__sized_check(&tpe__strategy_stats_layout, stats, size);
 	if (rc != 0)
 		return rc;
-	snap.pc = __atomic_load_n(&s->pc, __ATOMIC_RELAXED);
-	snap.pic = __atomic_load_n(&s->pic, __ATOMIC_RELAXED);
-	snap.pec = __atomic_load_n(&s->pec, __ATOMIC_RELAXED);
-	snap.epc = __atomic_load_n(&s->epc, __ATOMIC_RELAXED);
+	snap.pc = tpe__counter_read(&s->pc);
+	snap.pic = tpe__counter_read(&s->pic);
+	snap.pec = tpe__counter_read(&s->pec);
+	snap.epc = tpe__counter_read(&s->epc);
 	tpe__sized_copy(&tpe__strategy_stats_layout, stats, size, &snap);
 	return 0;
 }

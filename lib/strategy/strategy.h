@@ -115,6 +115,10 @@
  *      and then the state is IDLE. A thread's last touch of the strategy
  *      is the unlock after its own decrement.
  *
+ * Layer: a client of the public API (tpe_try_execute, tpe_execute_typed);
+ * it includes include/tpe.h and lib/base only (doc/architecture.md,
+ * build-aux/check-layering.sh).
+ *
  * Locks: L (s->lock) is a leaf: nothing else is locked while it is held,
  * and it is never held while user code (the producer, a task) or the pool
  * (tpe_try_execute, tpe_execute_typed) runs, so the producer and the tasks

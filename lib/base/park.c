@@ -1,0 +1,198 @@
+/* SPDX-License-Identifier: MIT */
+/* park.c - the wait sequence and the spin-yield-sleep backoff (park.h). */
+#include "config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <sched.h>
+#include <time.h>
+
+#include "base/park.h"
+
+#ifdef TPE__PARK_FUTEX
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
+#include "base/cpu.h"
+
+#ifdef TPE__PARK_FUTEX
+void
+tpe__park_init(struct tpe__park *p)
+{
+	p->seq = 0;
+}
+
+void
+tpe__park_destroy(struct tpe__park *p)
+{
+	(void)p;
+}
+
+int
+tpe__park_wait(struct tpe__park *p, unsigned seq, int64_t deadline_ns)
+{
+	struct timespec ts, *tsp = NULL;
+	int64_t left;
+
+	if (deadline_ns >= 0) {
+		left = deadline_ns - tpe__now_ns();
+		if (left <= 0)
+			return ETIMEDOUT;
+		ts.tv_sec = (time_t)(left / TPE__NS_PER_S);
+		ts.tv_nsec = (long)(left % TPE__NS_PER_S);
+		tsp = &ts; /* FUTEX_WAIT's timeout is relative */
+	}
+	/* The kernel compares p->seq with seq and sleeps only while they are
+	 * equal, atomically with respect to a FUTEX_WAKE. */
+	if (syscall(SYS_futex, &p->seq, FUTEX_WAIT_PRIVATE, seq, tsp, NULL,
+	    0) != 0 && errno == ETIMEDOUT)
+		return ETIMEDOUT;
+	/* Woken, EAGAIN (the sequence had moved), EINTR: look again. */
+	return 0;
+}
+
+void
+tpe__park_wake_all(struct tpe__park *p)
+{
+	/* seq_cst: after the waker's change of the condition, before the
+	 * sleeper's next tpe__park_prepare (park.h). */
+	__atomic_add_fetch(&p->seq, 1, __ATOMIC_SEQ_CST);
+	syscall(SYS_futex, &p->seq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL,
+	    0);
+}
+#else
+void
+tpe__park_init(struct tpe__park *p)
+{
+	p->seq = 0;
+	tpe__mutex_init(&p->lock);
+	tpe__cond_init(&p->cond);
+}
+
+void
+tpe__park_destroy(struct tpe__park *p)
+{
+	tpe__cond_destroy(&p->cond);
+	tpe__mutex_destroy(&p->lock);
+}
+
+int
+tpe__park_wait(struct tpe__park *p, unsigned seq, int64_t deadline_ns)
+{
+	int rc = 0;
+
+	tpe__mutex_lock(&p->lock);
+	/* Under the lock the waker's bump and broadcast cannot fall between
+	 * this comparison and the wait. seq_cst: pairs with the bump. */
+	if (__atomic_load_n(&p->seq, __ATOMIC_SEQ_CST) == seq)
+		rc = tpe__cond_wait_until(&p->cond, &p->lock, deadline_ns);
+	tpe__mutex_unlock(&p->lock);
+	if (rc == 0 && deadline_ns >= 0 && tpe__now_ns() >= deadline_ns &&
+	    __atomic_load_n(&p->seq, __ATOMIC_SEQ_CST) == seq)
+		rc = ETIMEDOUT;
+	return rc;
+}
+
+void
+tpe__park_wake_all(struct tpe__park *p)
+{
+	tpe__mutex_lock(&p->lock);
+	/* seq_cst: after the waker's change of the condition (park.h). */
+	__atomic_add_fetch(&p->seq, 1, __ATOMIC_SEQ_CST);
+	tpe__cond_broadcast(&p->cond);
+	tpe__mutex_unlock(&p->lock);
+}
+#endif
+
+/* ---- backoff ------------------------------------------------------------ */
+
+void
+tpe__backoff_init(struct tpe__backoff *b, int64_t budget_ns,
+    int64_t deadline_ns, int64_t sleep_max_ns)
+{
+	/* No spinning where it cannot pay: the budget is spent at once. */
+	b->budget_ns = tpe__can_spin() && budget_ns > 0 ? budget_ns : 0;
+	b->deadline_ns = deadline_ns;
+	b->sleep_max_ns = sleep_max_ns > 0 ? sleep_max_ns : 0;
+	b->end_ns = 0;
+	b->steps = 0;
+	b->sleeps = 0;
+}
+
+int64_t
+tpe__backoff_sleep_ns(uint64_t n, int64_t max_ns)
+{
+	uint64_t shift = n > 0 ? n - 1 : 0;
+
+	/* 1 us << 40 is 12 days: no bound is reached later (and the shift
+	 * cannot overflow). */
+	if (shift >= 40 || TPE__BACKOFF_SLEEP_MIN_NS << shift >= max_ns)
+		return max_ns;
+	return TPE__BACKOFF_SLEEP_MIN_NS << shift;
+}
+
+void
+tpe__sleep_ns(int64_t ns)
+{
+	struct timespec ts;
+
+	ts.tv_sec = (time_t)(ns / TPE__NS_PER_S);
+	ts.tv_nsec = (long)(ns % TPE__NS_PER_S);
+	nanosleep(&ts, NULL);
+}
+
+/* now + budget_ns, saturating at INT64_MAX. */
+static int64_t
+budget_end(int64_t now, int64_t budget_ns)
+{
+	return budget_ns > INT64_MAX - now ? INT64_MAX : now + budget_ns;
+}
+
+/* The sleep phase's next step, bounded by the deadline. */
+static enum tpe__backoff_did
+backoff_sleep(struct tpe__backoff *b, int64_t now)
+{
+	int64_t ns;
+
+	if (b->sleep_max_ns == 0)
+		return TPE__BACKOFF_SPENT;
+	if (b->deadline_ns >= 0 && now < 0)
+		now = tpe__now_ns();
+	if (b->deadline_ns >= 0 && now >= b->deadline_ns)
+		return TPE__BACKOFF_SPENT;
+	ns = tpe__backoff_sleep_ns(++b->sleeps, b->sleep_max_ns);
+	if (b->deadline_ns >= 0 && ns > b->deadline_ns - now)
+		ns = b->deadline_ns - now;
+	tpe__sleep_ns(ns);
+	return TPE__BACKOFF_SLEPT;
+}
+
+enum tpe__backoff_did
+tpe__backoff_step(struct tpe__backoff *b)
+{
+	int64_t now, end;
+
+	b->steps++;
+	if (b->budget_ns == 0 || b->end_ns < 0)
+		return backoff_sleep(b, -1);
+	if (b->steps % TPE__BACKOFF_YIELD_EVERY != 0) {
+		tpe__cpu_relax();
+		return TPE__BACKOFF_RELAXED;
+	}
+	now = tpe__now_ns();
+	if (b->end_ns == 0) {
+		/* The budget counts from the first look (park.h). */
+		b->end_ns = budget_end(now, b->budget_ns);
+	}
+	end = b->end_ns;
+	if (b->deadline_ns >= 0 && b->deadline_ns < end)
+		end = b->deadline_ns;
+	if (now >= end) {
+		b->end_ns = -1; /* spent: the sleep phase, if any */
+		return backoff_sleep(b, now);
+	}
+	sched_yield(); /* the thread waited for may share this CPU */
+	return TPE__BACKOFF_YIELDED;
+}

@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * park.h - the library's one way to sleep until something changes (a wait
+ * sequence, an eventcount) and its one spin-yield-sleep backoff.
+ *
+ * Design notes
+ * ------------
+ * Park. struct tpe__park is a sequence number that wakers bump. A thread
+ * that wants to sleep until a condition C (a word other threads change)
+ * holds does, with no lock:
+ *
+ *     for (;;) {
+ *             unsigned seq = tpe__park_prepare(&p);   (1) before the look
+ *             if (C)                                   (2) the last look
+ *                     break;
+ *             if (tpe__park_wait(&p, seq, deadline) == ETIMEDOUT)
+ *                     break;                           (3)
+ *     }
+ *
+ * and a thread that makes C true does: change C (a seq_cst store or RMW),
+ * then tpe__park_wake_all(&p) (bump the sequence, then wake). No wake-up is
+ * lost: if the sleeper's look (2) missed the change, its read (1) came
+ * before the waker's bump (both seq_cst, the change before the bump), so
+ * the sequence it waits on is already stale and the wait returns at once,
+ * or the waker's wake finds it asleep. Looking at C before (1) instead of
+ * after is the classic lost wake-up (test_base's no-lost-wakeup test).
+ * A wait may return 0 without a change (spuriously, a signal): the caller
+ * loops and looks again.
+ *
+ * Where the system has futexes (HAVE_LINUX_FUTEX, unless TPE_FORCE_CONDVAR
+ * builds the fallback for tests), the sequence is the futex word: the wait
+ * is FUTEX_WAIT on it (the kernel compares it with seq atomically) and a
+ * wake-all is one FUTEX_WAKE after the bump. Elsewhere a mutex and a
+ * condition variable (monotonic) guard the wait: the waker bumps and
+ * broadcasts under the mutex, the sleeper compares under it. The park
+ * word is the same size either way; only the fallback adds the mutex and
+ * the condition variable.
+ *
+ * Backoff. struct tpe__backoff is a spinning waiter's budget: each
+ * tpe__backoff_step relaxes the processor (tpe__cpu_relax), every
+ * TPE__BACKOFF_YIELD_EVERY-th step instead looks at the clock and yields
+ * (a thread the waiter waits for may share its processor), and, once the
+ * budget is spent, either says so (TPE__BACKOFF_SPENT) or, when the caller
+ * asked for a sleep phase, sleeps 1 us, 2 us, 4 us ... up to sleep_max_ns
+ * per step (a bounded nanosleep). The caller's absolute deadline ends
+ * every phase. The clock is first read at the first yield, so that a spin
+ * that ends within TPE__BACKOFF_YIELD_EVERY steps (most do) costs no
+ * clock read; the budget counts from there. A budget of 0, or a machine
+ * with one processor (tpe__can_spin), spins not at all.
+ *
+ * Legend: A = atomic; P = the park's mutex (fallback only).
+ */
+#ifndef TPE_PARK_H
+#define TPE_PARK_H
+
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/sync.h"
+
+#if defined(HAVE_LINUX_FUTEX) && !defined(TPE_FORCE_CONDVAR)
+#define TPE__PARK_FUTEX 1
+#endif
+
+struct tpe__park {
+	unsigned seq;          /* A: bumped by each wake (the futex word) */
+#ifndef TPE__PARK_FUTEX
+	struct tpe__mutex lock; /* guards the sleep on cond */
+	pthread_cond_t cond;   /* P: sleepers wait here */
+#endif
+};
+
+void tpe__park_init(struct tpe__park *p);
+void tpe__park_destroy(struct tpe__park *p);
+
+/* The sequence to wait on: read BEFORE the last look at the condition.
+ * seq_cst: pairs with the bump in tpe__park_wake_all. Any thread. */
+static inline unsigned
+tpe__park_prepare(struct tpe__park *p)
+{
+	return __atomic_load_n(&p->seq, __ATOMIC_SEQ_CST);
+}
+
+/*
+ * Sleeps while the sequence is still seq, until the absolute monotonic
+ * time deadline_ns (negative: none). 0: woken, the sequence moved, or a
+ * spurious return (look again); ETIMEDOUT: the deadline has passed (also
+ * when it had passed on entry). Never holds a lock on return.
+ */
+int tpe__park_wait(struct tpe__park *p, unsigned seq, int64_t deadline_ns);
+
+/* Bumps the sequence (seq_cst, after the caller's change of the
+ * condition) and wakes every sleeper. Any thread, any lock held. */
+void tpe__park_wake_all(struct tpe__park *p);
+
+/* ---- backoff ------------------------------------------------------------ */
+
+/* Steps between looks at the clock, each with a yield. */
+#define TPE__BACKOFF_YIELD_EVERY 64
+/* The first sleep of the sleep phase; each doubles, up to sleep_max_ns. */
+#define TPE__BACKOFF_SLEEP_MIN_NS INT64_C(1000)
+
+enum tpe__backoff_did {
+	TPE__BACKOFF_RELAXED,  /* a pause instruction */
+	TPE__BACKOFF_YIELDED,  /* looked at the clock, yielded: a place for
+	                        * the caller's costlier looks */
+	TPE__BACKOFF_SLEPT,    /* slept (the sleep phase) */
+	TPE__BACKOFF_SPENT     /* budget or deadline spent: stop waiting */
+};
+
+/* Legend: I = set by tpe__backoff_init; the rest private to the waiter. */
+struct tpe__backoff {
+	int64_t budget_ns;     /* I: spinning and yielding time */
+	int64_t deadline_ns;   /* I: absolute monotonic end, negative: none */
+	int64_t sleep_max_ns;  /* I: 0: no sleep phase; else the longest sleep */
+	int64_t end_ns;        /* the budget's end; 0 until the first look */
+	uint64_t steps;        /* steps taken */
+	uint64_t sleeps;       /* sleeps taken */
+};
+
+void tpe__backoff_init(struct tpe__backoff *b, int64_t budget_ns,
+    int64_t deadline_ns, int64_t sleep_max_ns);
+
+/* One step of the waiting; what it did (TPE__BACKOFF_SPENT: stop). */
+enum tpe__backoff_did tpe__backoff_step(struct tpe__backoff *b);
+
+/*
+ * The sleep-phase ladder: the n-th sleep (n >= 1) lasts
+ * TPE__BACKOFF_SLEEP_MIN_NS << (n - 1), never more than max_ns
+ * (max_ns > 0).
+ */
+int64_t tpe__backoff_sleep_ns(uint64_t n, int64_t max_ns);
+
+/* Sleeps ns (> 0) with nanosleep; a signal may end it early. */
+void tpe__sleep_ns(int64_t ns);
+
+#endif /* TPE_PARK_H */
