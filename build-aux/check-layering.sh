@@ -13,8 +13,8 @@
 # so every layer may build on its types.
 RULES='
 base      tpe.h base/                                            enforced
-queue     base/ queue/ pool/task.h                               enforced
-policy    base/ policy/ queue/ pool/attr.h pool/task.h           pending
+queue     tpe.h base/ queue/                                     enforced
+policy    tpe.h base/ policy/                                    enforced
 pool      *                                                      enforced
 engine    *                                                      enforced
 strategy  tpe.h tpe/thpool.h base/ strategy/                     enforced

@@ -14,6 +14,7 @@
 #include "testutil.h"
 
 #include "base/atomic.h"
+#include "base/cpu.h"
 #include "base/park.h"
 #include "base/stack.h"
 #include "base/sync.h"
