@@ -71,11 +71,12 @@
  * (written under L, read without).
  */
 #include <errno.h>
-#include <sched.h>
 #include <stdlib.h>
 
+#include "base/atomic.h"
 #include "base/cpu.h"
 #include "base/fork.h"
+#include "base/park.h"
 #include "base/sync.h"
 #include "engine/locked.h"
 #include "pool/future.h"
@@ -83,7 +84,6 @@
 
 /* How long a taker spins before it sleeps; a wake-up costs more. */
 #define SPIN_NS 20000
-#define SPIN_CHECK 64
 
 static struct tpe__locked *
 locked_of(struct tpe__engine *e)
@@ -112,9 +112,9 @@ match_all(const struct tpe__task *t, void *ctx)
 static void
 offered_locked(struct tpe__locked *le)
 {
-	/* Release pairs with the acquire load in spin_for_offer; the
+	/* Release pairs with the acquire loads in spin_for_offer; the
 	 * spinner then takes the lock, which orders the node itself. */
-	__atomic_store_n(&le->offers, le->offers + 1, __ATOMIC_RELEASE);
+	tpe__publish(&le->offers, le->offers + 1);
 }
 
 /* Whether a submitter must signal work_cond after an offer: only when
@@ -168,27 +168,22 @@ spin_for_offer(struct tpe__locked *le, struct tpe__mutex *lock,
     int64_t deadline_ns)
 {
 	/* Acquire pairs with the release store in offered_locked. */
-	unsigned seen = __atomic_load_n(&le->offers, __ATOMIC_ACQUIRE);
-	int64_t end = tpe__now_ns() + SPIN_NS;
+	unsigned seen = tpe__observe(&le->offers);
+	struct tpe__backoff b;
 	bool offered = false;
-	unsigned i;
 
-	if (deadline_ns >= 0 && deadline_ns < end)
-		end = deadline_ns;
+	/* Spin, yielding now and then (a submitter may share this CPU). */
+	tpe__backoff_init(&b, SPIN_NS, deadline_ns, 0);
 	tpe__mutex_unlock(lock);
-	for (i = 1;; i++) {
-		if (__atomic_load_n(&le->offers, __ATOMIC_ACQUIRE) != seen ||
+	for (;;) {
+		/* Acquire, as above. */
+		if (tpe__observe(&le->offers) != seen ||
 		    tpe__queue_pending(le->q)) {
 			offered = true;
 			break;
 		}
-		if (i % SPIN_CHECK == 0) {
-			if (tpe__now_ns() >= end)
-				break;
-			sched_yield(); /* a submitter may share this CPU */
-		} else {
-			tpe__cpu_relax();
-		}
+		if (tpe__backoff_step(&b) == TPE__BACKOFF_SPENT)
+			break;
 	}
 	tpe__mutex_lock(lock);
 	return offered;

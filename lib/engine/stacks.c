@@ -84,19 +84,19 @@
  * Sleep protocol (a marker in the stack word and a wake sequence; one RMW
  * per push, and a system call only when the owner really sleeps):
  *   owner:   CAS head NULL -> SLEEP (fails: a task came, take it)
- *            loop: seq = wake_seq; if head != SLEEP or gen moved: stop;
- *                  futex_wait(wake_seq, seq)
+ *            loop: seq = park_prepare; if head != SLEEP or gen moved: stop;
+ *                  park_wait(seq)
  *            then CAS head SLEEP -> NULL if the marker is still there
  *   pusher:  CAS head old -> node (old SLEEP: the node's next is NULL);
- *            if old was SLEEP: wake_seq++, futex_wake
- * The pusher replaces SLEEP before it bumps wake_seq, and the owner reads
- * wake_seq before it looks at head: if the owner still sees SLEEP, its seq
- * is older than the pusher's bump, so futex_wait returns at once or is
+ *            if old was SLEEP: park_wake_all (the sequence moves)
+ * The pusher replaces SLEEP before it moves the sequence, and the owner reads
+ * the sequence before it looks at head: if the owner still sees SLEEP, its seq
+ * is older than the pusher's wake, so park_wait returns at once or is
  * woken. The pool's changes (shutdown, pause, resume) bump `gen` after
- * their change and then every slot's wake_seq (pw_wake_all), and the owner
+ * their change and then wake every slot (pw_wake_all), and the owner
  * reads gen after its marker and before it sleeps: the same argument. A
  * waker that wants a sleeper (wake_one) takes its marker away with a CAS
- * and bumps its wake_seq: the same again. Removing the re-check (the head
+ * and wakes its park: the same again (base/park.h). Removing the re-check (the head
  * and gen tests inside the loop) loses wake-ups: test_per_worker's
  * no_lost_wakeup fails without it.
  *
@@ -118,10 +118,9 @@
  * - completed. The counters are read before pool->submitted, so a
  * snapshot never shows more taken than submitted.
  *
- * Legend: I = set at create (or attach), read-only after; A = atomic;
- * O = written by the slot's owner only (atomic stores, read by anyone);
- * L = pool->lock. Lock order: pool->lock -> slot->lock (the condition
- * variable fallback only).
+ * Legend and lock order: base/sync.h (O: the slot's owner). A slot's park
+ * (base/park.h) takes no lock where it has futexes; where it has none, a
+ * wake-up under pool->lock takes the park's own lock after it.
  */
 #include <errno.h>
 #include <limits.h>
@@ -133,14 +132,9 @@
 
 #include "config.h"
 
-#if defined(HAVE_LINUX_FUTEX) && !defined(TPE_FORCE_CONDVAR)
-#define USE_FUTEX 1
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-#endif
-
+#include "base/atomic.h"
 #include "base/cpu.h"
+#include "base/park.h"
 #include "base/sync.h"
 #include "engine/stacks.h"
 #include "pool/pool.h"
@@ -156,8 +150,6 @@
 int64_t tpe__per_worker_spin_ns = 50000;
 /* White-box tests (stacks.h): NULL outside them. */
 void (*tpe__per_worker_steal_hook)(void);
-/* Spin steps between looks at the clock and at other stacks. */
-#define SPIN_CHECK 64
 /* The pool's node return stack may hold this many (node_cache.c). */
 #define RETURNS_MAX 65536
 /* How many slots after a sleeping one a push looks at for an awake one. */
@@ -170,8 +162,7 @@ struct slot {
 	struct tpe__task *head;   /* A: the stack, NULL, SLEEP or CLOSED;
 				   * pushes, the owner's exchange, thieves'
 				   * CAS, the drains' CAS (under L) */
-	unsigned wake_seq;        /* A: bumped by whoever wakes the owner;
-				   * the owner's futex word */
+	struct tpe__park park;    /* bumped by whoever wakes the owner */
 	int busy;                 /* A: the owner is awake (O; a thief also
 				   * sets its own before it steals) */
 	/* Counters, written on every task by the owner alone: a line of
@@ -182,10 +173,6 @@ struct slot {
 				   * after the task, or by a thief */
 	uint64_t completed;       /* A, O: tasks it finished */
 	uint64_t dropped;         /* A, O: handed back at shutdown-now */
-#ifndef USE_FUTEX
-	struct tpe__mutex lock;   /* guards the wait on wake_seq */
-	pthread_cond_t cond;      /* the owner sleeps here */
-#endif
 } __attribute__((aligned(TPE__CACHE_LINE)));
 
 struct pw_queue {
@@ -249,66 +236,11 @@ count(uint64_t *c)
 	    __ATOMIC_RELEASE);
 }
 
-/* ---- waiting on a slot's wake sequence -------------------------------- */
-
-#ifdef USE_FUTEX
-/* Sleeps while wake_seq == seq (the kernel checks it atomically), until
- * the absolute monotonic deadline_ns (negative: none). */
-static void
-seq_wait(struct slot *s, unsigned seq, int64_t deadline_ns)
-{
-	struct timespec ts, *tsp = NULL;
-	int64_t left;
-
-	if (deadline_ns >= 0) {
-		left = deadline_ns - tpe__now_ns();
-		if (left <= 0)
-			return;
-		ts.tv_sec = (time_t)(left / TPE__NS_PER_S);
-		ts.tv_nsec = (long)(left % TPE__NS_PER_S);
-		tsp = &ts; /* FUTEX_WAIT's timeout is relative */
-	}
-	syscall(SYS_futex, &s->wake_seq, FUTEX_WAIT_PRIVATE, seq, tsp, NULL,
-	    0);
-}
-
-static void
-seq_wake(struct slot *s)
-{
-	/* seq_cst: after the waker's change (head or gen), before the
-	 * owner's next read of wake_seq in wait_for_change. */
-	__atomic_add_fetch(&s->wake_seq, 1, __ATOMIC_SEQ_CST);
-	syscall(SYS_futex, &s->wake_seq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL,
-	    NULL, 0);
-}
-#else
-static void
-seq_wait(struct slot *s, unsigned seq, int64_t deadline_ns)
-{
-	tpe__mutex_lock(&s->lock);
-	while (__atomic_load_n(&s->wake_seq, __ATOMIC_SEQ_CST) == seq &&
-	    tpe__cond_wait_until(&s->cond, &s->lock, deadline_ns) == 0)
-		;
-	tpe__mutex_unlock(&s->lock);
-}
-
-static void
-seq_wake(struct slot *s)
-{
-	/* Under the slot lock: the owner either reads the new value or is
-	 * waiting and gets the broadcast. */
-	tpe__mutex_lock(&s->lock);
-	__atomic_add_fetch(&s->wake_seq, 1, __ATOMIC_SEQ_CST);
-	tpe__cond_broadcast(&s->cond);
-	tpe__mutex_unlock(&s->lock);
-}
-#endif
-
 /*
  * Sleeps until a push or a waker replaced the owner's SLEEP marker (when
  * `marked`) or the pool changed (gen moved): true; or until deadline_ns
  * (absolute monotonic, negative: none): false. The re-check inside the
- * loop, after reading wake_seq, is what makes the protocol lose no
+ * loop, after park_prepare, is what makes the protocol lose no
  * wake-up (Design notes).
  */
 static bool
@@ -316,12 +248,11 @@ wait_for_change(struct pw_queue *pq, struct slot *me, unsigned gen,
     bool marked, int64_t deadline_ns)
 {
 	for (;;) {
-		unsigned seq = __atomic_load_n(&me->wake_seq,
-		    __ATOMIC_SEQ_CST);
+		unsigned seq = tpe__park_prepare(&me->park);
 
-		/* seq_cst loads, after the wake_seq read: pair with the
+		/* seq_cst loads, after park_prepare: pair with the
 		 * pusher's CAS and the pool's bump of gen, each made before
-		 * the waker's seq_wake. */
+		 * the waker's park_wake_all. */
 		if (marked && __atomic_load_n(&me->head, __ATOMIC_SEQ_CST) !=
 		    SLEEP)
 			return true;
@@ -329,7 +260,7 @@ wait_for_change(struct pw_queue *pq, struct slot *me, unsigned gen,
 			return true;
 		if (deadline_ns >= 0 && tpe__now_ns() >= deadline_ns)
 			return false;
-		seq_wait(me, seq, deadline_ns);
+		(void)tpe__park_wait(&me->park, seq, deadline_ns);
 	}
 }
 
@@ -350,7 +281,7 @@ wake_one(struct pw_queue *pq, const struct slot *me)
 		    __atomic_load_n(&s->head, __ATOMIC_RELAXED) == SLEEP &&
 		    __atomic_compare_exchange_n(&s->head, &expect, NULL,
 		    false, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
-			seq_wake(s);
+			tpe__park_wake_all(&s->park);
 			return;
 		}
 	}
@@ -477,18 +408,10 @@ pick_slot(struct pw_queue *pq)
 static struct tpe__task *
 push(struct slot *s, struct tpe__task *t)
 {
-	struct tpe__task *old = NULL; /* guess empty: see Design notes */
-
-	do {
-		if (old == CLOSED)
-			return CLOSED;
-		t->next = old == SLEEP ? NULL : old;
-		/* seq_cst: release for the node's fields (pairs with the
-		 * owner's exchange and the thief's CAS), and the sleep
-		 * protocol's order of the marker before wake_seq. */
-	} while (!__atomic_compare_exchange_n(&s->head, &old, t, true,
-	    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED));
-	return old;
+	/* seq_cst: release for the node's fields (pairs with the owner's
+	 * take and the thief's), and the sleep protocol's order of the
+	 * marker before the wake sequence. Guesses empty (Design notes). */
+	return tpe__task_stack_push_marked_mpsc(&s->head, t, t, CLOSED, SLEEP);
 }
 
 static int
@@ -515,7 +438,7 @@ pw_submit(struct tpe__engine *q, tpe_fn fn, void *arg, struct tpe_future *f)
 		return ECANCELED;
 	}
 	if (old == SLEEP)
-		seq_wake(s); /* the marker is gone: wake its owner */
+		tpe__park_wake_all(&s->park); /* the marker is gone: wake its owner */
 	else
 		ensure_watcher(pq, s); /* t waits behind an awake worker */
 	return 0;
@@ -525,14 +448,7 @@ pw_submit(struct tpe__engine *q, tpe_fn fn, void *arg, struct tpe_future *f)
 static struct tpe__task *
 reverse(struct tpe__task *h)
 {
-	struct tpe__task *fifo = NULL, *next;
-
-	for (; h != NULL; h = next) {
-		next = h->next;
-		h->next = fifo;
-		fifo = h;
-	}
-	return fifo;
+	return tpe__task_stack_reverse(h);
 }
 
 /* The owner takes its whole stack; NULL when it is empty. */
@@ -545,7 +461,7 @@ take_own(struct slot *me)
 		return NULL;
 	/* seq_cst (acquire): pairs with the push's CAS, for the nodes. No
 	 * marker can be here: only this thread sets them, and it is awake. */
-	h = __atomic_exchange_n(&me->head, NULL, __ATOMIC_SEQ_CST);
+	h = tpe__task_stack_take_all(&me->head);
 	TPE__ASSERT(h == NULL || is_task(h));
 	return h;
 }
@@ -688,9 +604,9 @@ run_batch(struct pw_queue *pq, struct slot *me, struct tpe__task *h)
 static struct tpe__task *
 spin(struct pw_queue *pq, struct slot *me, unsigned gen)
 {
-	int64_t end = 0;
+	struct tpe__backoff b;
 	struct tpe__task *h = NULL;
-	unsigned i;
+	enum tpe__backoff_did did;
 	int free_ = 0;
 
 	if (!tpe__can_spin() || tpe__per_worker_spin_ns <= 0 ||
@@ -701,24 +617,20 @@ spin(struct pw_queue *pq, struct slot *me, unsigned gen)
 	if (!__atomic_compare_exchange_n(&pq->spinner, &free_, 1, false,
 	    __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
 		return NULL;
-	for (i = 1;; i++) {
+	tpe__backoff_init(&b, tpe__per_worker_spin_ns, -1, 0);
+	for (;;) {
 		/* Relaxed: a hint; take_own's exchange orders the nodes. */
-		if (is_task(__atomic_load_n(&me->head, __ATOMIC_RELAXED)))
+		if (is_task(tpe__hint_load(&me->head)))
 			break;
-		if (i % SPIN_CHECK == 0) {
-			if (__atomic_load_n(&pq->gen, __ATOMIC_RELAXED) != gen)
+		did = tpe__backoff_step(&b);
+		if (did == TPE__BACKOFF_SPENT)
+			break;
+		/* After each yield, the costlier looks. */
+		if (did == TPE__BACKOFF_YIELDED) {
+			if (tpe__hint_load(&pq->gen) != gen)
 				break;
 			if (pq->n > 1 && (h = steal(pq, me)) != NULL)
 				break;
-			/* The clock only after a first round: most spins
-			 * end within it. */
-			if (end == 0)
-				end = tpe__now_ns() + tpe__per_worker_spin_ns;
-			else if (tpe__now_ns() >= end)
-				break;
-			sched_yield(); /* a submitter may share this CPU */
-		} else {
-			tpe__cpu_relax();
 		}
 	}
 	__atomic_store_n(&pq->spinner, 0, __ATOMIC_RELEASE);
@@ -923,7 +835,7 @@ pw_wake_all_locked(struct tpe__engine *q)
 	 * gen in idle() and wait_for_change(). */
 	__atomic_add_fetch(&pq->gen, 1, __ATOMIC_SEQ_CST);
 	for (i = 0; i < pq->n; i++)
-		seq_wake(&pq->slots[i]);
+		tpe__park_wake_all(&pq->slots[i].park);
 }
 
 /*
@@ -1012,15 +924,12 @@ pw_drain_locked(struct tpe__engine *q, tpe__task_match_fn match, void *ctx,
 	(void)ctx;
 	for (i = 0; i < pq->n && n < max; i++) {
 		struct slot *s = &pq->slots[i];
-		struct tpe__task *h = __atomic_load_n(&s->head,
-		    __ATOMIC_RELAXED);
+		/* Pairs with the pushes; leaves the owner's markers. */
+		struct tpe__task *h = tpe__task_stack_take_all_unmarked(
+		    &s->head, CLOSED);
 		struct tpe__task *t;
 
-		/* seq_cst (acquire): pairs with the pushes' CAS. */
-		while (is_task(h) && !__atomic_compare_exchange_n(&s->head,
-		    &h, NULL, false, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
-			;
-		if (!is_task(h))
+		if (h == NULL)
 			continue;
 		for (h = reverse(h); (t = h) != NULL; n++) {
 			h = t->next;
@@ -1047,14 +956,10 @@ static void
 pw_destroy(struct tpe__engine *q)
 {
 	struct pw_queue *pq = pw_of(q);
-#ifndef USE_FUTEX
 	size_t i;
 
-	for (i = 0; i < pq->n; i++) {
-		tpe__cond_destroy(&pq->slots[i].cond);
-		tpe__mutex_destroy(&pq->slots[i].lock);
-	}
-#endif
+	for (i = 0; i < pq->n; i++)
+		tpe__park_destroy(&pq->slots[i].park);
 	free(pq->slots);
 	free(pq);
 }
@@ -1091,12 +996,8 @@ tpe__engine_stacks_create(size_t workers, struct tpe__engine **q)
 	}
 	memset(pq->slots, 0, workers * sizeof(*pq->slots));
 	pq->n = workers;
-#ifndef USE_FUTEX
-	for (size_t i = 0; i < workers; i++) {
-		tpe__mutex_init_ranked(&pq->slots[i].lock, TPE__RANK_SLOT);
-		tpe__cond_init(&pq->slots[i].cond);
-	}
-#endif
+	for (size_t i = 0; i < workers; i++)
+		tpe__park_init(&pq->slots[i].park);
 	pq->base.ops = &stacks_ops;
 	*q = &pq->base;
 	return 0;

@@ -104,8 +104,8 @@ tpe__node_get(struct tpe__node_returns *r)
 	if (t == NULL &&
 	    __atomic_load_n(&r->head, __ATOMIC_RELAXED) != NULL &&
 	    cache_usable()) {
-		/* Acquire pairs with the release CAS in tpe__node_put. */
-		t = __atomic_exchange_n(&r->head, NULL, __ATOMIC_ACQUIRE);
+		/* Pairs with the push in tpe__node_put_chain. */
+		t = tpe__task_stack_take_all(&r->head);
 		__atomic_store_n(&r->count, 0, __ATOMIC_RELAXED);
 	}
 	if (t == NULL)
@@ -124,29 +124,20 @@ void
 tpe__node_put_chain(struct tpe__node_returns *r, struct tpe__task *first,
     struct tpe__task *last, size_t n)
 {
-	struct tpe__task *head;
-
 	if (__atomic_load_n(&r->count, __ATOMIC_RELAXED) >=
 	    (r->max != 0 ? r->max : RETURN_MAX)) {
 		last->next = NULL;
 		free_list(first);
 		return;
 	}
-	head = __atomic_load_n(&r->head, __ATOMIC_RELAXED);
-	do {
-		/* Given back twice in a row, the node would link to itself
-		 * and be handed to every later submitter. */
-		TPE__ASSERT(first != head);
-		last->next = head;
-		/* Release pairs with the acquire exchange in tpe__node_get. */
-	} while (!__atomic_compare_exchange_n(&r->head, &head, first, true,
-	    __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+	/* Pairs with the take in tpe__node_get. */
+	(void)tpe__task_stack_push_chain_mpsc(&r->head, first, last);
 	__atomic_add_fetch(&r->count, n, __ATOMIC_RELAXED);
 }
 
 void
 tpe__node_returns_free(struct tpe__node_returns *r)
 {
-	free_list(__atomic_exchange_n(&r->head, NULL, __ATOMIC_ACQUIRE));
+	free_list(tpe__task_stack_take_all(&r->head));
 	r->count = 0;
 }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "base/cpu.h"
+#include "base/park.h"
 #include "engine/engine.h"
 #include "pool/reserve.h"
 #include "pool/state.h"
@@ -52,7 +53,7 @@ tpe__reserve_init(struct tpe__reserve *r, size_t capacity)
 	r->slots = NULL;
 	if (capacity == 0)
 		return 0;
-	if (posix_memalign((void **)&r->slots, TPE__CACHE_LINE_SIZE,
+	if (posix_memalign((void **)&r->slots, TPE__CACHE_LINE,
 	    capacity * sizeof(*r->slots)) != 0)
 		return ENOMEM;
 	for (i = 0; i < capacity; i++) {
@@ -271,32 +272,21 @@ occupy(struct tpe__reserve *r)
  * to a sleeping thread costs a wake-up and a context switch (several
  * microseconds), one to a spinning thread a cache line. Like queue.c's
  * takers, and only with more than one CPU. */
-#define SPIN_CHECK 64
 int64_t tpe__reserve_spin_ns = 20000; /* A: relaxed; reserved.h */
 
 static void
 spin_until_claimed(const struct tpe__reserve_slot *s, unsigned epoch,
     const struct tpe__reserve *r)
 {
-	int64_t end;
-	unsigned i;
+	struct tpe__backoff b;
 
-	if (!tpe__can_spin())
-		return;
-	end = tpe__now_ns() + __atomic_load_n(&tpe__reserve_spin_ns,
-	    __ATOMIC_RELAXED);
+	tpe__backoff_init(&b, tpe__hint_load(&tpe__reserve_spin_ns), -1, 0);
 	/* Acquire pairs with the claimer's CAS to TAKEN; the item itself is
 	 * read under the slot lock afterwards. */
-	for (i = 1; load_state(s) == WAITING &&
-	    __atomic_load_n(&r->epoch, __ATOMIC_RELAXED) == epoch; i++) {
-		if (i % SPIN_CHECK == 0) {
-			if (tpe__now_ns() >= end)
-				return;
-			sched_yield(); /* the claimer may share this CPU */
-		} else {
-			tpe__cpu_relax();
-		}
-	}
+	while (load_state(s) == WAITING &&
+	    tpe__hint_load(&r->epoch) == epoch &&
+	    tpe__backoff_step(&b) != TPE__BACKOFF_SPENT)
+		;
 }
 
 struct tpe__task *

@@ -47,18 +47,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/atomic.h"
 #include "base/sync.h"
 #include "pool/attr.h"
 #include "pool/task.h"
 
-#define TPE__CACHE_LINE_SIZE 64
 
 struct tpe__reserve_slot {
 	int state;                /* A: EMPTY, WAITING, TAKEN (above) */
 	struct tpe__task *item;   /* slot->lock; set by the claimer */
 	struct tpe__mutex lock;
 	pthread_cond_t cond;      /* the owner waits here (monotonic) */
-} __attribute__((aligned(TPE__CACHE_LINE_SIZE)));
+} __attribute__((aligned(TPE__CACHE_LINE)));
 
 struct tpe__reserve {
 	size_t capacity;                 /* I: 0 = no reserved threads */

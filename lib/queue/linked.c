@@ -26,22 +26,16 @@
 static void
 absorb(struct tpe__queue_linked *lq)
 {
-	struct tpe__task *t, *next, *fifo = NULL, *last = NULL;
-	size_t n = 0;
+	struct tpe__task *fifo, *last;
+	size_t n;
 
 	/* seq_cst, pairing with the push's CAS (queue.h): the nodes'
 	 * contents, written before the push, are visible after the take. */
-	if (__atomic_load_n(&lq->inbox, __ATOMIC_SEQ_CST) == NULL)
+	if (tpe__task_stack_is_empty(&lq->inbox))
 		return;
-	t = __atomic_exchange_n(&lq->inbox, NULL, __ATOMIC_SEQ_CST);
-	for (; t != NULL; t = next) {
-		next = t->next;
-		t->next = fifo;
-		fifo = t;
-		if (last == NULL)
-			last = t; /* the newest push ends the batch */
-		n++;
-	}
+	last = tpe__task_stack_take_all(&lq->inbox);
+	/* Oldest first; the newest push (the old top) ends the batch. */
+	fifo = tpe__task_stack_reverse_count(last, &n);
 	*lq->list.tailp = fifo;
 	lq->list.tailp = &last->next;
 	lq->list.count += n;

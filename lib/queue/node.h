@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "base/stack.h"
 #include "tpe.h"
 
 struct tpe_future;
@@ -65,6 +66,10 @@ tpe__task_list_pop(struct tpe__task_list *l)
 	t->next = NULL;
 	return t;
 }
+
+/* The take-all stack of nodes (base/stack.h): tpe__task_stack_push_mpsc,
+ * _take_all, _reverse and the rest, over the `next` link. */
+TPE__STACK_DEFINE(tpe__task_stack, struct tpe__task, next)
 
 /* A predicate over nodes (remove_if, the drains). */
 typedef bool (*tpe__task_match_fn)(const struct tpe__task *t, void *ctx);

@@ -37,11 +37,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/atomic.h"
 #include "queue/node.h"
-
-#ifndef TPE__CACHE_LINE
-#define TPE__CACHE_LINE 64
-#endif
 
 struct tpe__queue;
 
@@ -100,13 +97,7 @@ tpe__queue_is_empty(struct tpe__queue *q)
 static inline bool
 tpe__queue_push_lockfree(struct tpe__queue *q, struct tpe__task *t)
 {
-	struct tpe__task *top = __atomic_load_n(q->inbox, __ATOMIC_RELAXED);
-
-	do {
-		t->next = top;
-	} while (!__atomic_compare_exchange_n(q->inbox, &top, t, true,
-	    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED));
-	return top == NULL;
+	return tpe__task_stack_push_mpsc(q->inbox, t);
 }
 
 /* Any thread, no lock: whether pushed nodes wait in the inbox. A seq_cst
@@ -114,8 +105,7 @@ tpe__queue_push_lockfree(struct tpe__queue *q, struct tpe__task *t)
 static inline bool
 tpe__queue_pending(const struct tpe__queue *q)
 {
-	return q->inbox != NULL &&
-	    __atomic_load_n(q->inbox, __ATOMIC_SEQ_CST) != NULL;
+	return q->inbox != NULL && !tpe__task_stack_is_empty(q->inbox);
 }
 
 int tpe__queue_linked_create(struct tpe__queue **q);
