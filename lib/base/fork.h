@@ -18,7 +18,7 @@
  * waited on it in the parent do not exist here). An entry's lock is never
  * held while user code runs, so prepare() cannot wait on a task.
  *
- * Legend: R = the registry lock; A = atomic.
+ * Legend and lock order: base/sync.h (R: the registry lock, rank FORK).
  */
 #ifndef TPE_FORK_H
 #define TPE_FORK_H

@@ -48,7 +48,8 @@
  * clock read; the budget counts from there. A budget of 0, or a machine
  * with one processor (tpe__can_spin), spins not at all.
  *
- * Legend: A = atomic; P = the park's mutex (fallback only).
+ * Legend: base/sync.h (p->lock: the fallback's mutex, outside the lock
+ * order: only park.c takes it, and takes nothing under it).
  */
 #ifndef TPE_PARK_H
 #define TPE_PARK_H
@@ -70,7 +71,7 @@ struct tpe__park {
 	unsigned seq;          /* A: bumped by each wake (the futex word) */
 #ifndef TPE__PARK_FUTEX
 	struct tpe__mutex lock; /* guards the sleep on cond */
-	pthread_cond_t cond;   /* P: sleepers wait here */
+	pthread_cond_t cond;   /* sleepers wait here, with p->lock */
 #endif
 };
 

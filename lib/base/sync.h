@@ -44,7 +44,10 @@
  *   I  set before the object is shared (create, attach), read-only after
  *   L  the owning pool's lock (rank POOL)
  *   A  atomic; each access says which other access it pairs with
- *   O  written only by one owner thread (atomic stores), read by any
+ *   O  owned by one thread, which alone writes it; others read it only
+ *      as the module's notes say (atomic loads, or under a named lock)
+ *   P, C  the producer's / the consumer's side of a single-producer,
+ *      single-consumer structure (one thread each)
  *   R  the fork registry's lock (rank FORK)
  * A field guarded by any other lock names that lock ("slot->lock",
  * "f->lock", "s->lock").

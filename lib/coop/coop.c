@@ -126,9 +126,10 @@
  * atomics, and park.h's backoff ladder (doc/architecture.md,
  * build-aux/check-layering.sh).
  *
- * Legend: I = set at create or submit, read-only after; A = atomic;
- * L = the lock named; O = written by the owning worker only, under its
- * lock (the owner reads without it, others under it).
+ * Legend and lock order: base/sync.h (I here: set at create or submit). A
+ * field under a lock names it (coop->lock, w->lock, job->lock); O is the
+ * owning worker's: it writes it under w->lock and reads it without, others
+ * read it under w->lock.
  */
 #include "config.h"
 
@@ -160,7 +161,7 @@ struct slot {
 	tpe_tasklet_end_fn end;      /* I */
 	unsigned flags;              /* I */
 	struct tpe_job *job;         /* I */
-	struct slot *prev, *next;    /* O: the owner's list; L(w) in an inbox */
+	struct slot *prev, *next;    /* O: the owner's list; w->lock in an inbox */
 	struct worker *thief;        /* A: the thief that marked it, or NULL */
 	struct worker *last;         /* private to the owner (passed with the
 	                              * slot under the inbox locks): the
@@ -174,12 +175,12 @@ struct worker {
 	struct tpe__mutex lock;
 	pthread_cond_t cond;
 	struct slot *head, *tail;    /* O: the tasklets it calls, in order */
-	struct slot *in_head, *in_tail; /* L: the inbox, appended in order */
-	size_t load;                 /* A (written under L): list + inbox */
-	bool news;                   /* A (written under L): look at the inbox */
-	bool parked;                 /* L: waiting on cond */
-	bool closed;                 /* L: has left; takes no tasklet */
-	size_t away;                 /* L: slots it called last, owned by
+	struct slot *in_head, *in_tail; /* w->lock: the inbox, appended in order */
+	size_t load;                 /* A (written under w->lock): list + inbox */
+	bool news;                   /* A (written under w->lock): look at the inbox */
+	bool parked;                 /* w->lock: waiting on cond */
+	bool closed;                 /* w->lock: has left; takes no tasklet */
+	size_t away;                 /* w->lock: slots it called last, owned by
 	                              * another worker */
 	uint64_t idle;               /* private: idle passes in a row */
 };
@@ -191,7 +192,7 @@ struct dedicated {
 	                              * coop->lock, before the thread can
 	                              * take that lock) */
 	struct slot *slot;           /* I */
-	struct dedicated *next;      /* L: coop->lock (the dead list) */
+	struct dedicated *next;      /* coop->lock (the dead list) */
 };
 
 struct tpe_coop {
@@ -202,10 +203,10 @@ struct tpe_coop {
 	int64_t max_park_ns;         /* I */
 	unsigned flags;              /* I */
 	char name[16];               /* I */
-	size_t rr;                   /* L: the next job's first worker */
-	bool stopping;               /* A (written under L): destroy began */
-	size_t blocking;             /* L: dedicated threads not yet gone */
-	struct dedicated *dead;      /* L: ended dedicated threads to join */
+	size_t rr;                   /* coop->lock: the next job's first worker */
+	bool stopping;               /* A (written under coop->lock): destroy began */
+	size_t blocking;             /* coop->lock: dedicated threads not yet gone */
+	struct dedicated *dead;      /* coop->lock: ended dedicated threads to join */
 	size_t parked_forever;       /* A: workers parked without timeout */
 	uint64_t wakeups;            /* A: returns from a worker's park wait */
 };
@@ -218,10 +219,10 @@ struct tpe_job {
 	size_t remaining;            /* A: slots not yet ended */
 	int error;                   /* A: 0, or the first errno (CAS once) */
 	int refs;                    /* A */
-	bool done;                   /* L */
-	int result;                  /* L: valid once done */
-	bool go, aborted;            /* L: the gate of the dedicated threads */
-	size_t waiting_threads;      /* L: started; an aborted submit waits for 0 */
+	bool done;                   /* job->lock */
+	int result;                  /* job->lock: valid once done */
+	bool go, aborted;            /* job->lock: the gate of the dedicated threads */
+	size_t waiting_threads;      /* job->lock: started; an aborted submit waits for 0 */
 	struct slot slots[];         /* I (fields as struct slot says) */
 };
 
@@ -918,14 +919,14 @@ tpe_coop_create(tpe_coop_t **coopp, const struct tpe_coop_config *config,
 		free(coop);
 		return ENOMEM;
 	}
-	tpe__mutex_init(&coop->lock);
+	tpe__mutex_init_ranked(&coop->lock, TPE__RANK_COOP);
 	tpe__cond_init(&coop->cond);
 	for (i = 0; i < coop->n; i++) {
 		struct worker *w = &coop->workers[i];
 
 		w->coop = coop;
 		w->id = i;
-		tpe__mutex_init(&w->lock);
+		tpe__mutex_init_ranked(&w->lock, TPE__RANK_COOP_WORKER);
 		tpe__cond_init(&w->cond);
 	}
 	for (i = 0; i < coop->n; i++) {
@@ -1052,7 +1053,7 @@ tpe_coop_submit(tpe_coop_t *coop, const struct tpe_tasklet *tasklets,
 	job->n = n;
 	job->remaining = n;
 	job->refs = 2;
-	tpe__mutex_init(&job->lock);
+	tpe__mutex_init_ranked(&job->lock, TPE__RANK_COOP_JOB);
 	tpe__cond_init(&job->cond);
 	for (i = 0; i < n; i++) {
 		struct tpe_tasklet t = { 0 };

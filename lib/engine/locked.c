@@ -67,8 +67,8 @@
  * workers that time out together re-check against the fresh wc and the
  * pool never shrinks below core (TimeOutShrink).
  *
- * Legend: I = set at create (or attach); L = pool->lock; A = atomic
- * (written under L, read without).
+ * Legend and lock order: base/sync.h (A fields here are written under L
+ * and read without it).
  */
 #include <errno.h>
 #include <stdlib.h>

@@ -13,8 +13,7 @@
 
 #include "engine/engine.h"
 
-/* Legend: I = set at create (or attach); L = pool->lock; A = atomic
- * (written under L, read without). */
+/* Legend: base/sync.h (A: written under L, read without). */
 struct tpe__locked {
 	struct tpe__engine base;
 	tpe_t *pool;                /* I: from attach */

@@ -6,7 +6,7 @@
  * Design notes
  * ------------
  * The pool is fixed: core == max == n workers, all started by tpe_create
- * (pool.c, attach_queue), none leaving before shutdown. Worker i owns
+ * (pool.c, attach_engine), none leaving before shutdown. Worker i owns
  * slots[i]; a worker learns i from next_slot when its loop starts. Since
  * every slot has its owner from the first submission on, no task can wait
  * in a slot whose thread is missing.

@@ -11,7 +11,7 @@
 #include "pool/task.h"
 
 /*
- * A pool's return stack (embedded in struct tpe). Legend: A = atomic.
+ * A pool's return stack (embedded in struct tpe). Legend: base/sync.h.
  */
 struct tpe__node_returns {
 	struct tpe__task *head; /* A: Treiber stack, taken whole */

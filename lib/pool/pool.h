@@ -83,8 +83,8 @@
 struct tpe__worker;
 
 /*
- * Legend: I = set at create, read-only after; L = pool->lock;
- * A = atomic (written under L, read without).
+ * Legend: base/sync.h (A: written under L, read without, unless the
+ * field says otherwise).
  */
 struct tpe {
 	struct tpe__mutex lock;
@@ -137,7 +137,8 @@ struct tpe {
 
 /*
  * Sets wc (L held). seq_cst: an exiting worker's store pairs with the
- * lock-free offer's load of wc after its push (queue.h, the Dekker pairs).
+ * lock-free offer's load of wc after its push (engine/locked.c, the
+ * Dekker pairs).
  */
 static inline void
 tpe__pool_set_wc_locked(tpe_t *pool, size_t wc)

@@ -156,7 +156,7 @@ give(struct tpe__reserve_slot *s, struct tpe__task *item)
 	tpe__mutex_unlock(&s->lock);
 }
 
-void (*tpe__reserve_hand_hook)(void); /* reserved.h */
+void (*tpe__reserve_hand_hook)(void); /* reserve.h */
 
 bool
 tpe__reserve_hand(struct tpe__reserve *r, struct tpe__task *t,
@@ -270,9 +270,9 @@ occupy(struct tpe__reserve *r)
 
 /* How long a parked thread watches its slot before it sleeps: a hand-off
  * to a sleeping thread costs a wake-up and a context switch (several
- * microseconds), one to a spinning thread a cache line. Like queue.c's
- * takers, and only with more than one CPU. */
-int64_t tpe__reserve_spin_ns = 20000; /* A: relaxed; reserved.h */
+ * microseconds), one to a spinning thread a cache line. Like the locked
+ * engine's takers, and only with more than one CPU (base/park.h). */
+int64_t tpe__reserve_spin_ns = 20000; /* A: relaxed; reserve.h */
 
 static void
 spin_until_claimed(const struct tpe__reserve_slot *s, unsigned epoch,

@@ -86,8 +86,7 @@
  * lib/base only (base/atomic.h: the named atomics and TPE__CACHE_LINE;
  * doc/architecture.md, build-aux/check-layering.sh).
  *
- * Legend: I = set at create, read-only after; A = atomic; P = the
- * producer's, C = the consumer's (the one thread acting for that side).
+ * Legend: base/sync.h (P and C: the one thread acting for that side).
  */
 #include <errno.h>
 #include <stdint.h>

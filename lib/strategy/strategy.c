@@ -82,7 +82,7 @@ on_its_way_locked(const struct tpe_strategy *s, int kind)
 
 /*
  * Starts a pending producer of `kind`: HANDED through tpe_try_execute,
- * QUEUED through tpe_execute_typed. L is held on entry and on return and
+ * QUEUED through tpe_execute_typed. s->lock is held on entry and on return and
  * dropped while the pool decides (the pool may call a rejection handler,
  * user code). Counted before the pool is asked, undone when it refused.
  * 0 when the pool took it (it may even have run already), else the
@@ -348,7 +348,7 @@ tpe_strategy_create(tpe_strategy_t **sp, tpe_t *pool, tpe_produce_fn produce,
 	s->ctx = ctx;
 	s->mode = mode;
 	s->state = TPE__S_IDLE;
-	tpe__mutex_init(&s->lock);
+	tpe__mutex_init_ranked(&s->lock, TPE__RANK_STRATEGY);
 	*sp = s;
 	return 0;
 }

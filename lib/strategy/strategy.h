@@ -39,7 +39,7 @@
  * forced EPC mode keeps that old design on purpose and can starve: when no
  * reserved thread is free, its pending producer is queued.
  *
- * States (`state`, L):
+ * States (`state`, s->lock):
  *   IDLE        no thread produces;
  *   PRODUCING   exactly one thread (the producer) is in the produce loop;
  *   REPRODUCING the same, and someone asked for more (tpe_strategy_produce
@@ -49,7 +49,7 @@
  * EPC also makes the state IDLE on purpose: the producer gives production
  * up while it consumes.
  *
- * Pending producers (`pending[kind]`, L): the ones this strategy started
+ * Pending producers (`pending[kind]`, s->lock): the ones this strategy started
  * through the pool, or is starting, that have not run yet. QUEUED ones
  * were given to tpe_execute_typed (by tpe_strategy_dispatch, or by forced
  * EPC when no reserved thread is free) and may wait in the pool's queue;
@@ -88,22 +88,22 @@
  *
  * Invariants:
  *   1. Never two producers: production is granted only by IDLE ->
- *      PRODUCING, under L. Every other arrival makes PRODUCING into
+ *      PRODUCING, under s->lock. Every other arrival makes PRODUCING into
  *      REPRODUCING (or leaves REPRODUCING) and returns.
- *   2. The producer gives production up only (a) under L, when the
+ *   2. The producer gives production up only (a) under s->lock, when the
  *      producer returned nothing and the state is PRODUCING (-> IDLE), or
- *      (b) under L, for EPC, when a pending producer is on its way
+ *      (b) under s->lock, for EPC, when a pending producer is on its way
  *      (-> IDLE), before it runs the task.
  *   3. After an EPC task, the consumer takes production back only by
- *      IDLE -> PRODUCING under L; otherwise it leaves. This race always
+ *      IDLE -> PRODUCING under s->lock; otherwise it leaves. This race always
  *      runs: a C task cannot throw, and tasks and producers must return
  *      normally (no pthread_exit, longjmp out or cancellation through the
  *      strategy: tpe_strategy_create(3)).
  *   4. No lost wake-up: a tpe_strategy_produce or _dispatch that returned
  *      0 is followed by a call of the producer that began after it. It
  *      became the producer; or found a producer and set REPRODUCING, which
- *      that producer reads under L before it may go IDLE; or found IDLE
- *      with a pending producer on its way, which takes L after it; or
+ *      that producer reads under s->lock before it may go IDLE; or found IDLE
+ *      with a pending producer on its way, which takes s->lock after it; or
  *      started one.
  *   5. ADAPTIVE counts on a HANDED pending producer only; forced EPC on
  *      either kind. pending[HANDED] <= 1 (only the producer starts one,
@@ -111,7 +111,7 @@
  *   6. Lifetime: `callers` counts the threads that are inside the
  *      strategy (a producer, an EPC consumer, a dispatch that is starting
  *      a pending producer); with the pending counts it is what
- *      tpe_strategy_destroy checks, under L: it frees only when all are 0,
+ *      tpe_strategy_destroy checks, under s->lock: it frees only when all are 0,
  *      and then the state is IDLE. A thread's last touch of the strategy
  *      is the unlock after its own decrement.
  *
@@ -119,7 +119,7 @@
  * it includes include/tpe.h and lib/base only (doc/architecture.md,
  * build-aux/check-layering.sh).
  *
- * Locks: L (s->lock) is a leaf: nothing else is locked while it is held,
+ * Locks: s->lock is a leaf: nothing else is locked while it is held,
  * and it is never held while user code (the producer, a task) or the pool
  * (tpe_try_execute, tpe_execute_typed) runs, so the producer and the tasks
  * may call any tpe_strategy_ function, this strategy's included.
@@ -146,8 +146,8 @@ enum tpe__pending_kind {
 };
 
 /*
- * Legend: I = set at create, read-only after; L = s->lock;
- * A = atomic, relaxed (statistics only: no other data depends on them).
+ * Legend: base/sync.h; the counters marked A are relaxed (statistics
+ * only: no other data depends on them).
  */
 struct tpe_strategy {
 	tpe_t *pool;                       /* I */
@@ -156,15 +156,15 @@ struct tpe_strategy {
 	enum tpe_strategy_mode mode;       /* I */
 
 	struct tpe__mutex lock;
-	int state;                         /* L: enum tpe__strategy_state */
-	int pending[TPE__PENDING_KINDS];   /* L: started, not yet run */
-	int starting[TPE__PENDING_KINDS];  /* L: of those, starts in progress */
-	unsigned callers;                  /* L: threads inside (invariant 6) */
+	int state;                         /* s->lock: enum tpe__strategy_state */
+	int pending[TPE__PENDING_KINDS];   /* s->lock: started, not yet run */
+	int starting[TPE__PENDING_KINDS];  /* s->lock: of those, starts in progress */
+	unsigned callers;                  /* s->lock: threads inside (invariant 6) */
 
 	uint64_t pc, pic, pec, epc;        /* A: tasks per mode */
 };
 
-/* What the white-box tests look at: a snapshot under L. */
+/* What the white-box tests look at: a snapshot under s->lock. */
 struct tpe__strategy_peek {
 	int state;
 	int pending[TPE__PENDING_KINDS];
