@@ -9,7 +9,7 @@
 #include <signal.h>
 #include <string.h>
 
-#include "testutil.h"
+#include "helpers.h"
 
 #define EV_TIMEOUT (10 * TU_S)
 

@@ -9,20 +9,10 @@
  * tpe__submit_joined_hook, which the library calls under the pool's lock
  * just before the waiter sleeps: the test then acts on an exact state.
  */
-#include "fault.h"
+#define TU_FAULT_INJECTION /* this binary links the --wrap wrappers */
+#include "helpers.h"
 
 #include "pool/pool.h"
-
-static int create_errno = EAGAIN;
-
-int
-__wrap_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
-    void *(*start)(void *), void *arg)
-{
-	if (fault_hit(&create_fault))
-		return create_errno;
-	return __real_pthread_create(thread, attr, start, arg);
-}
 
 /* ---- helpers ---------------------------------------------------------- */
 

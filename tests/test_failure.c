@@ -9,42 +9,20 @@
  * accepted task is never left with nobody to run it.
  *
  * Linked with -Wl,--wrap=malloc,--wrap=calloc,--wrap=pthread_create: the
- * faults and the malloc and calloc wrappers are tests/fault.h's; the
- * pthread_create wrapper is below.
+ * faults and the wrappers are tests/helpers.h's (create_errno and
+ * create_around shape what a failed or let-through thread start does).
  */
 #define _GNU_SOURCE /* pthread_timedjoin_np */
 #include <string.h>
 
-#include "testutil.h"
-#include "fault.h"
+#define TU_FAULT_INJECTION /* this binary links the --wrap wrappers */
+#include "helpers.h"
 
 #include "pool/node.h"
 #include "pool/pool.h"
 #include "pool/reserve.h"
 #include "base/sync.h"
 #include "pool/worker.h"
-
-/* ---- the wrappers ----------------------------------------------------- */
-
-/* The error an armed pthread_create fault returns (a test may change it). */
-static int create_errno = EAGAIN;
-
-/* A test's own pthread_create, called (when set) instead of the real one
- * for the calls the armed fault lets through, to build a state around a
- * thread start. */
-static int (*create_around)(pthread_t *thread, const pthread_attr_t *attr,
-    void *(*start)(void *), void *arg);
-
-int
-__wrap_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
-    void *(*start)(void *), void *arg)
-{
-	if (fault_hit(&create_fault))
-		return create_errno;
-	if (create_around != NULL)
-		return create_around(thread, attr, start, arg);
-	return __real_pthread_create(thread, attr, start, arg);
-}
 
 /* ---- helpers ---------------------------------------------------------- */
 

@@ -13,7 +13,7 @@
 #include <sys/types.h>
 #include <sys/wait.h>
 
-#include "testutil.h"
+#include "helpers.h"
 
 /*
  * White-box checks where the library's internal headers are on the include

@@ -10,7 +10,7 @@
  */
 #include <string.h>
 
-#include "testutil.h"
+#include "helpers.h"
 
 /* ---- helpers ---------------------------------------------------------- */
 

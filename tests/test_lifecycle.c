@@ -13,7 +13,7 @@
 #include <semaphore.h>
 #include <string.h>
 
-#include "testutil.h"
+#include "helpers.h"
 
 /* ---- helpers ---------------------------------------------------------- */
 

@@ -14,7 +14,7 @@
  */
 #include <string.h>
 
-#include "testutil.h"
+#include "helpers.h"
 
 #include "pool/pool.h"
 #include "queue/queue.h"

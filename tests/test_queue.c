@@ -4,7 +4,7 @@
  * offer/poll/size/remaining/remove_if, the hand-off rule, and the waiting
  * taker count of tpe__queue_take. Links the uninstalled core library.
  */
-#include "testutil.h"
+#include "helpers.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -8,7 +8,7 @@
 #define _GNU_SOURCE
 #include <string.h>
 
-#include "testutil.h"
+#include "helpers.h"
 
 #include "pool/pool.h"
 #include "base/sync.h"

@@ -10,10 +10,10 @@
  * in the queue while the pool is below max.
  *
  * A task stranded in the queue shows up as a latch that never opens; every
- * such wait here is timed (tu_latch_wait_for, testutil.h) so a regression
+ * such wait here is timed (tu_latch_wait_for, helpers.h) so a regression
  * fails the test instead of hanging it.
  */
-#include "testutil.h"
+#include "helpers.h"
 
 #include <semaphore.h>
 #include <string.h>
