@@ -467,6 +467,51 @@ tu_nop_fn(void *arg)
 	(void)arg;
 }
 
+/*
+ * A log of hand-backs, for a discard callback or the drained callback of
+ * tpe_shutdown_now: tu_handback_fn with a struct tu_handbacks as its ctx
+ * records each task's fn and arg (the first TU_HB_MAX) and counts them all.
+ */
+#define TU_HB_MAX 16
+struct tu_handbacks {
+	pthread_mutex_t lock;
+	int n;
+	tpe_fn fn[TU_HB_MAX];
+	void *arg[TU_HB_MAX];
+};
+
+static inline void
+tu_handbacks_init(struct tu_handbacks *l)
+{
+	memset(l, 0, sizeof(*l));
+	pthread_mutex_init(&l->lock, NULL);
+}
+
+static inline void
+tu_handback_fn(tpe_fn fn, void *arg, void *ctx)
+{
+	struct tu_handbacks *l = ctx;
+
+	pthread_mutex_lock(&l->lock);
+	if (l->n < TU_HB_MAX) {
+		l->fn[l->n] = fn;
+		l->arg[l->n] = arg;
+	}
+	l->n++;
+	pthread_mutex_unlock(&l->lock);
+}
+
+static inline int
+tu_handbacks_count(struct tu_handbacks *l)
+{
+	int n;
+
+	pthread_mutex_lock(&l->lock);
+	n = l->n;
+	pthread_mutex_unlock(&l->lock);
+	return n;
+}
+
 #ifndef TU_NO_CMOCKA
 #include <cmocka.h>
 
@@ -504,6 +549,18 @@ tu_time_bound(unsigned seconds)
 		cmocka_set_test_filter(filter);
 	alarm((seconds ? seconds : TU_TIME_BOUND_S) * tu_time_scale());
 }
+
+/*
+ * One row of a table of cases as a cmocka case of its own: the row's name
+ * is the case's name (TPE_TEST_FILTER and build-aux/mutations.txt select
+ * it), the row is the state the one test function reads.
+ *
+ *	static const struct row rows[] = { { "test_x_a", ... }, ... };
+ *	TU_ROW_TEST(test_x, &rows[0]), TU_ROW_TEST(test_x, &rows[1]),
+ */
+#define TU_ROW_TEST(fn, row)                                               \
+	((struct CMUnitTest){ .name = (row)->name, .test_func = (fn),      \
+	    .initial_state = (void *)(row) })
 
 /*
  * A value an out-parameter starts from, so that "not written" is told

@@ -685,68 +685,58 @@ test_execute_wait_timeout(void **state)
 	tu_saturation_destroy(&sat);
 }
 
-static void
-test_execute_wait_enomem(void **state)
-{
-	tpe_future_t *f = NULL;
-	tpe_t *p = tu_pool(1, 1, TPE_QUEUE_BOUNDED, 1, TPE_REJECT_ABORT);
-	int n = 0;
-
-	(void)state;
-	fault_arm(&malloc_fault, 0, -1, false);
-	assert_int_equal(tpe_execute_wait(p, tu_count_fn, &n, -1), ENOMEM);
-	assert_int_equal(tpe_submit_wait(p, call_count, &n, -1, &f), ENOMEM);
-	assert_true(fault_disarm(&malloc_fault) >= 2);
-	assert_null(f);
-	assert_int_equal(tpe_destroy(p), 0);
-	assert_int_equal(n, 0);
-}
-
-/* No worker alive and none can start: EAGAIN, not an endless wait. */
-static void
-test_execute_wait_no_thread(void **state)
-{
-	tpe_future_t *f = NULL;
-	tpe_t *p = tu_pool(0, 1, TPE_QUEUE_HANDOFF, 0, TPE_REJECT_ABORT);
-	int n = 0;
-
-	(void)state;
-	fault_arm(&create_fault, 0, -1, true);
-	assert_int_equal(tpe_execute_wait(p, tu_count_fn, &n, -1), EAGAIN);
-	assert_int_equal(tpe_submit_wait(p, call_count, &n, -1, &f), EAGAIN);
-	assert_true(fault_disarm(&create_fault) >= 2);
-	assert_int_equal(stats(p).rejected, 0);
-	assert_int_equal(tpe_destroy(p), 0);
-	assert_null(f);
-	assert_int_equal(n, 0);
-}
-
 /*
- * Scale-first on an unbounded queue refuses a task when no worker is idle
- * and none can start: tpe_execute then calls the rejection policy (here
- * caller-runs, which would run the task in this thread). A blocking submit
- * never does: EAGAIN, nothing ran. Before the fix the blocking calls took
- * every unbounded pool for one that never refuses and called tpe_execute
- * (found by tests/chaos under TSan: "ran inside a blocking submit").
+ * A blocking submit that cannot be carried out fails at once with the
+ * error, runs nothing and calls no rejection policy; with the fault gone,
+ * the same call is taken. One row per way to fail:
+ * - enomem: no memory for the task;
+ * - no_thread: no worker alive and none can start: EAGAIN, not an endless
+ *   wait;
+ * - scale_first_unbounded_no_thread: scale-first on an unbounded queue
+ *   refuses a task when no worker is idle and none can start: tpe_execute
+ *   then calls the rejection policy (here caller-runs, which would run the
+ *   task in this thread). A blocking submit never does: EAGAIN, nothing
+ *   ran. Before the fix the blocking calls took every unbounded pool for
+ *   one that never refuses and called tpe_execute (found by tests/chaos
+ *   under TSan: "ran inside a blocking submit").
  */
+struct failing_submit {
+	const char *name;
+	struct tu_pool_opts pool;
+	struct fault *fault;
+	bool any_thread;
+	int err;
+};
+
+static const struct failing_submit failing_submits[] = {
+	{ "test_execute_wait_enomem", { .core = 1, .max = 1,
+	    .queue = TPE_QUEUE_BOUNDED, .capacity = 1 }, &malloc_fault,
+	    false, ENOMEM },
+	{ "test_execute_wait_no_thread", { .core = 0, .max = 1,
+	    .queue = TPE_QUEUE_HANDOFF }, &create_fault, true, EAGAIN },
+	{ "test_execute_wait_scale_first_unbounded_no_thread", { .core = 1,
+	    .max = 2, .queue = TPE_QUEUE_UNBOUNDED,
+	    .policy = TPE_POLICY_SCALE_FIRST,
+	    .rejection = TPE_REJECT_CALLER_RUNS }, &create_fault, true,
+	    EAGAIN },
+};
+
 static void
-test_execute_wait_scale_first_unbounded_no_thread(void **state)
+test_execute_wait_fails(void **state)
 {
+	const struct failing_submit *c = *state;
 	tpe_future_t *f = NULL;
-	tpe_t *p = tu_pool_with(&(struct tu_pool_opts){ .core = 1, .max = 2,
-	    .queue = TPE_QUEUE_UNBOUNDED, .policy = TPE_POLICY_SCALE_FIRST,
-	    .rejection = TPE_REJECT_CALLER_RUNS });
+	tpe_t *p = tu_pool_with(&c->pool);
 	int n = 0;
 
-	(void)state;
-	fault_arm(&create_fault, 0, -1, true);
-	assert_int_equal(tpe_execute_wait(p, tu_count_fn, &n, -1), EAGAIN);
-	assert_int_equal(tpe_submit_wait(p, call_count, &n, -1, &f), EAGAIN);
-	assert_true(fault_disarm(&create_fault) >= 2);
+	fault_arm(c->fault, 0, -1, c->any_thread);
+	assert_int_equal(tpe_execute_wait(p, tu_count_fn, &n, -1), c->err);
+	assert_int_equal(tpe_submit_wait(p, call_count, &n, -1, &f), c->err);
+	assert_true(fault_disarm(c->fault) >= 2);
 	assert_int_equal(n, 0);             /* not run here by the policy */
 	assert_null(f);
 	assert_int_equal(stats(p).rejected, 0);
-	/* With threads, the same calls are taken at once. */
+	/* Without the fault, the same calls are taken at once. */
 	assert_int_equal(tpe_execute_wait(p, tu_count_fn, &n, 0), 0);
 	assert_int_equal(tpe_destroy(p), 0);
 	assert_int_equal(n, 1);
@@ -1054,9 +1044,9 @@ main(void)
 		cmocka_unit_test(test_execute_wait_shutdown_wakes),
 		cmocka_unit_test(test_execute_wait_shutdown_now_wakes),
 		cmocka_unit_test(test_execute_wait_timeout),
-		cmocka_unit_test(test_execute_wait_enomem),
-		cmocka_unit_test(test_execute_wait_no_thread),
-		cmocka_unit_test(test_execute_wait_scale_first_unbounded_no_thread),
+		TU_ROW_TEST(test_execute_wait_fails, &failing_submits[0]),
+		TU_ROW_TEST(test_execute_wait_fails, &failing_submits[1]),
+		TU_ROW_TEST(test_execute_wait_fails, &failing_submits[2]),
 		cmocka_unit_test(test_execute_wait_edeadlk),
 		cmocka_unit_test(test_execute_wait_edeadlk_last_worker),
 		cmocka_unit_test(test_execute_wait_edeadlk_after_shrink),
