@@ -802,38 +802,36 @@ refused_after_shutdown(enum tpe_rejection rej, bool custom, bool now)
 	tu_saturation_destroy(&sat);
 }
 
-static void
-test_lifecycle_refused_after_shutdown_abort(void **state)
-{
-	(void)state;
-	refused_after_shutdown(TPE_REJECT_ABORT, false, false);
-	refused_after_shutdown(TPE_REJECT_ABORT, false, true);
-}
+/* Each policy (or a custom handler), after tpe_shutdown and after
+ * tpe_shutdown_now: one row a case, as the cases were named. */
+struct refused_row {
+	const char *name;
+	enum tpe_rejection rej[2];
+	int nrej;
+	bool custom;
+};
+
+static const struct refused_row refused_rows[] = {
+	{ "test_lifecycle_refused_after_shutdown_abort",
+	    { TPE_REJECT_ABORT }, 1, false },
+	{ "test_lifecycle_refused_after_shutdown_caller_runs",
+	    { TPE_REJECT_CALLER_RUNS }, 1, false },
+	{ "test_lifecycle_refused_after_shutdown_discard",
+	    { TPE_REJECT_DISCARD, TPE_REJECT_DISCARD_OLDEST }, 2, false },
+	{ "test_lifecycle_refused_after_shutdown_custom_handler",
+	    { TPE_REJECT_ABORT }, 1, true },
+};
 
 static void
-test_lifecycle_refused_after_shutdown_caller_runs(void **state)
+test_lifecycle_refused_after_shutdown(void **state)
 {
-	(void)state;
-	refused_after_shutdown(TPE_REJECT_CALLER_RUNS, false, false);
-	refused_after_shutdown(TPE_REJECT_CALLER_RUNS, false, true);
-}
+	const struct refused_row *row = *state;
+	int i;
 
-static void
-test_lifecycle_refused_after_shutdown_discard(void **state)
-{
-	(void)state;
-	refused_after_shutdown(TPE_REJECT_DISCARD, false, false);
-	refused_after_shutdown(TPE_REJECT_DISCARD, false, true);
-	refused_after_shutdown(TPE_REJECT_DISCARD_OLDEST, false, false);
-	refused_after_shutdown(TPE_REJECT_DISCARD_OLDEST, false, true);
-}
-
-static void
-test_lifecycle_refused_after_shutdown_custom_handler(void **state)
-{
-	(void)state;
-	refused_after_shutdown(TPE_REJECT_ABORT, true, false);
-	refused_after_shutdown(TPE_REJECT_ABORT, true, true);
+	for (i = 0; i < row->nrej; i++) {
+		refused_after_shutdown(row->rej[i], row->custom, false);
+		refused_after_shutdown(row->rej[i], row->custom, true);
+	}
 }
 
 /* ---- idle and running workers on shutdown (items 49, 50) ------------- */
@@ -1576,10 +1574,14 @@ main(void)
 		cmocka_unit_test(test_lifecycle_shutdown_now_no_callback_drops),
 		cmocka_unit_test(test_lifecycle_shutdown_now_cancels_futures),
 		cmocka_unit_test(test_lifecycle_shutdown_then_shutdown_now),
-		cmocka_unit_test(test_lifecycle_refused_after_shutdown_abort),
-		cmocka_unit_test(test_lifecycle_refused_after_shutdown_caller_runs),
-		cmocka_unit_test(test_lifecycle_refused_after_shutdown_discard),
-		cmocka_unit_test(test_lifecycle_refused_after_shutdown_custom_handler),
+		TU_ROW_TEST(test_lifecycle_refused_after_shutdown,
+		    &refused_rows[0]),
+		TU_ROW_TEST(test_lifecycle_refused_after_shutdown,
+		    &refused_rows[1]),
+		TU_ROW_TEST(test_lifecycle_refused_after_shutdown,
+		    &refused_rows[2]),
+		TU_ROW_TEST(test_lifecycle_refused_after_shutdown,
+		    &refused_rows[3]),
 		cmocka_unit_test(test_lifecycle_idle_workers_exit_on_shutdown),
 		cmocka_unit_test(test_lifecycle_shutdown_with_allow_core_timeout_idle_exit),
 		cmocka_unit_test(test_lifecycle_shutdown_does_not_disturb_running_task),
