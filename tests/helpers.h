@@ -316,6 +316,25 @@ tu_tids_wait_untimed(struct tu_tids *t, size_t n)
 }
 
 /*
+ * The moment `timeout_ns` from now on CLOCK_REALTIME, the clock of
+ * pthread_cond_timedwait (default attributes) and sem_timedwait.
+ */
+static inline struct timespec
+tu_deadline(int64_t timeout_ns)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += timeout_ns / TU_S;
+	ts.tv_nsec += timeout_ns % TU_S;
+	if (ts.tv_nsec >= TU_S) {
+		ts.tv_sec++;
+		ts.tv_nsec -= TU_S;
+	}
+	return ts;
+}
+
+/*
  * A latch: count_down() n times opens it; wait() blocks until open.
  * A gate is a latch of 1: tasks wait on it, the test opens it.
  */
@@ -366,16 +385,9 @@ tu_latch_wait(struct tu_latch *l)
 static inline bool
 tu_latch_wait_for(struct tu_latch *l, int64_t timeout_ns)
 {
-	struct timespec ts;
+	struct timespec ts = tu_deadline(timeout_ns);
 	bool open;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += timeout_ns / TU_S;
-	ts.tv_nsec += timeout_ns % TU_S;
-	if (ts.tv_nsec >= TU_S) {
-		ts.tv_sec++;
-		ts.tv_nsec -= TU_S;
-	}
 	pthread_mutex_lock(&l->lock);
 	while (l->count > 0 &&
 	    pthread_cond_timedwait(&l->cond, &l->lock, &ts) == 0)
@@ -450,10 +462,8 @@ tu_post_fn(void *arg)
 static inline bool
 tu_sem_wait_for(sem_t *sem, int64_t timeout_ns)
 {
-	struct timespec ts;
+	struct timespec ts = tu_deadline(timeout_ns);
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += timeout_ns / TU_S;
 	while (sem_timedwait(sem, &ts) != 0)
 		if (errno != EINTR)
 			return false;

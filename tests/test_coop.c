@@ -1127,21 +1127,8 @@ static int linger_saw_return;    /* atomic */
 static void
 linger_dtor(void *p)
 {
-	struct timespec ts;
-	int rc;
-
 	(void)p;
-	/* tu_sem_wait_for counts whole seconds: 500 ms here. */
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_nsec += 500 * TU_MS;
-	if (ts.tv_nsec >= TU_S) {
-		ts.tv_sec++;
-		ts.tv_nsec -= TU_S;
-	}
-	while ((rc = sem_timedwait(&destroy_returned, &ts)) != 0 &&
-	    errno == EINTR)
-		;
-	if (rc == 0)
+	if (tu_sem_wait_for(&destroy_returned, 500 * TU_MS))
 		__atomic_store_n(&linger_saw_return, 1, __ATOMIC_SEQ_CST);
 	sem_post(&lingered);
 }
