@@ -478,6 +478,54 @@ tu_nop_fn(void *arg)
 }
 
 /*
+ * Counting hooks: each adds one (atomically) to its field of the struct
+ * tu_hook_counts given as the hooks' ctx (task_hooks_ctx,
+ * thread_hooks_ctx, terminated_ctx of struct tu_pool_opts).
+ */
+struct tu_hook_counts {
+	int before, after, start, exit, terminated; /* atomic */
+};
+
+static inline void
+tu_count_before(tpe_t *pool, tpe_fn fn, void *arg, void *ctx)
+{
+	(void)pool;
+	(void)fn;
+	(void)arg;
+	tu_count_fn(&((struct tu_hook_counts *)ctx)->before);
+}
+
+static inline void
+tu_count_after(tpe_t *pool, tpe_fn fn, void *arg, void *ctx)
+{
+	(void)pool;
+	(void)fn;
+	(void)arg;
+	tu_count_fn(&((struct tu_hook_counts *)ctx)->after);
+}
+
+static inline void
+tu_count_start(tpe_t *pool, void *ctx)
+{
+	(void)pool;
+	tu_count_fn(&((struct tu_hook_counts *)ctx)->start);
+}
+
+static inline void
+tu_count_exit(tpe_t *pool, void *ctx)
+{
+	(void)pool;
+	tu_count_fn(&((struct tu_hook_counts *)ctx)->exit);
+}
+
+static inline void
+tu_count_terminated(tpe_t *pool, void *ctx)
+{
+	(void)pool;
+	tu_count_fn(&((struct tu_hook_counts *)ctx)->terminated);
+}
+
+/*
  * A log of hand-backs, for a discard callback or the drained callback of
  * tpe_shutdown_now: tu_handback_fn with a struct tu_handbacks as its ctx
  * records each task's fn and arg (the first TU_HB_MAX) and counts them all.

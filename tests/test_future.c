@@ -294,35 +294,11 @@ test_future_cancel_before_run(void **state)
 }
 
 /* A cancelled no-op dequeued by a live pool: hooks not run, later tasks run. */
-struct hook_counts {
-	int before, after;   /* atomic */
-};
-
-static void
-count_before(tpe_t *pool, tpe_fn fn, void *arg, void *ctx)
-{
-	(void)pool;
-	(void)fn;
-	(void)arg;
-	__atomic_add_fetch(&((struct hook_counts *)ctx)->before, 1,
-	    __ATOMIC_SEQ_CST);
-}
-
-static void
-count_after(tpe_t *pool, tpe_fn fn, void *arg, void *ctx)
-{
-	(void)pool;
-	(void)fn;
-	(void)arg;
-	__atomic_add_fetch(&((struct hook_counts *)ctx)->after, 1,
-	    __ATOMIC_SEQ_CST);
-}
-
 static void
 test_future_cancelled_queued_task_is_noop(void **state)
 {
 	struct tu_handbacks log;
-	struct hook_counts hc = { 0, 0 };
+	struct tu_hook_counts hc = { 0 };
 	struct tu_saturation sat;
 	struct tu_latch done;
 	struct tu_blocker last = { NULL, NULL, &done, 0 };
@@ -336,7 +312,7 @@ test_future_cancelled_queued_task_is_noop(void **state)
 	tu_latch_init(&done, 1);
 	pool = tu_pool_with(&(struct tu_pool_opts){ .core = 1, .max = 1,
 	    .discard = tu_handback_fn, .discard_ctx = &log,
-	    .before = count_before, .after = count_after,
+	    .before = tu_count_before, .after = tu_count_after,
 	    .task_hooks_ctx = &hc });
 
 	tu_saturate(pool, 1, 0, &sat);
