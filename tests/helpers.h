@@ -477,6 +477,27 @@ tu_nop_fn(void *arg)
 	(void)arg;
 }
 
+/* The tasks above as callables for tpe_submit: each returns its arg. */
+static inline void *
+tu_count_call(void *arg)
+{
+	tu_count_fn(arg);
+	return arg;
+}
+
+static inline void *
+tu_blocker_call(void *arg)
+{
+	tu_blocker_fn(arg);
+	return arg;
+}
+
+static inline void *
+tu_nop_call(void *arg)
+{
+	return arg;
+}
+
 /*
  * Counting hooks: each adds one (atomically) to its field of the struct
  * tu_hook_counts given as the hooks' ctx (task_hooks_ctx,

@@ -13,20 +13,6 @@
 
 #define EV_TIMEOUT (10 * TU_S)
 
-static void *
-blocker_call(void *arg)
-{
-	tu_blocker_fn(arg);
-	return arg;
-}
-
-static void *
-count_call(void *arg)
-{
-	tu_count_fn(arg);
-	return arg;
-}
-
 /* ---- argument checks (item 19) ------------------------------------------ */
 
 static void
@@ -43,8 +29,8 @@ test_execute_null_fn(void **state)
 	assert_int_equal(tpe_execute(NULL, tu_count_fn, &count), EINVAL);
 	assert_int_equal(tpe_submit(p, NULL, &count, &f), EINVAL);
 	assert_ptr_equal(f, (tpe_future_t *)&count);
-	assert_int_equal(tpe_submit(p, count_call, &count, NULL), EINVAL);
-	assert_int_equal(tpe_submit(NULL, count_call, &count, &f), EINVAL);
+	assert_int_equal(tpe_submit(p, tu_count_call, &count, NULL), EINVAL);
+	assert_int_equal(tpe_submit(NULL, tu_count_call, &count, &f), EINVAL);
 	assert_ptr_equal(f, (tpe_future_t *)&count);
 	s = tu_stats(p);
 	assert_int_equal(s.pool_size, 0);
@@ -849,7 +835,7 @@ test_execute_purge(void **state)
 	/* b[1..4] queued as futures, behind the same gate. */
 	for (i = 1; i < 5; i++) {
 		b[i] = (struct tu_blocker){ NULL, &sat.release, NULL, 0 };
-		assert_int_equal(tpe_submit(p, blocker_call, &b[i], &f[i]), 0);
+		assert_int_equal(tpe_submit(p, tu_blocker_call, &b[i], &f[i]), 0);
 	}
 	s = tu_stats(p);
 	assert_int_equal(s.queued, 4);

@@ -102,13 +102,6 @@ waiter_join(struct waiter *w)
 	return w->rc;
 }
 
-static void *
-call_count(void *arg)
-{
-	__atomic_add_fetch((int *)arg, 1, __ATOMIC_SEQ_CST);
-	return arg;
-}
-
 /* Asserts the task of a returned tpe_submit_wait ran and gave arg. */
 static void
 assert_future_result(tpe_future_t *f, void *arg)
@@ -151,7 +144,7 @@ test_execute_wait_room(void **state)
 	(void)state;
 	assert_int_equal(tpe_execute_wait(p, tu_count_fn, &n, -1), 0);
 	assert_int_equal(tpe_execute_wait(p, tu_count_fn, &n, 0), 0);
-	assert_int_equal(tpe_submit_wait(p, call_count, &n, TU_S, &f), 0);
+	assert_int_equal(tpe_submit_wait(p, tu_count_call, &n, TU_S, &f), 0);
 	assert_future_result(f, &n);
 	assert_int_equal(tpe_destroy(p), 0);
 	assert_int_equal(n, 3);
@@ -168,7 +161,7 @@ waits_then_placed(tpe_t *p, size_t queued, bool submit)
 
 	w.arg = &n;
 	if (submit)
-		w.call = call_count;
+		w.call = tu_count_call;
 	tu_saturate(p, 1, queued, &sat);
 	waiter_start(&w);
 	assert_int_equal(tu_load(&n), 0);
@@ -338,7 +331,7 @@ test_execute_wait_never_waits(void **state)
 	p = tu_pool(1, 1, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
 	tu_saturate(p, 1, 2, &sat);
 	assert_int_equal(tpe_execute_wait(p, tu_count_fn, &n, 0), 0);
-	assert_int_equal(tpe_submit_wait(p, call_count, &n, 0, &f), 0);
+	assert_int_equal(tpe_submit_wait(p, tu_count_call, &n, 0, &f), 0);
 	tu_unsaturate(&sat);
 	assert_future_result(f, &n);
 	assert_int_equal(tpe_destroy(p), 0);
@@ -346,7 +339,7 @@ test_execute_wait_never_waits(void **state)
 
 	p = tu_pool(2, 2, TPE_QUEUE_PER_WORKER, 0, TPE_REJECT_ABORT);
 	assert_int_equal(tpe_execute_wait(p, tu_count_fn, &n, 0), 0);
-	assert_int_equal(tpe_submit_wait(p, call_count, &n, 0, &f), 0);
+	assert_int_equal(tpe_submit_wait(p, tu_count_call, &n, 0, &f), 0);
 	assert_future_result(f, &n);
 	assert_int_equal(tpe_destroy(p), 0);
 	assert_int_equal(n, 4);
@@ -377,7 +370,7 @@ test_execute_wait_remove_and_purge(void **state)
 
 	/* The waiter's task is queued now; cancel it and wait behind it. */
 	assert_int_equal(tpe_remove(p, tu_count_fn, &n), 0);
-	assert_int_equal(tpe_submit(p, call_count, &n, &queued), 0);
+	assert_int_equal(tpe_submit(p, tu_count_call, &n, &queued), 0);
 	waiter_start(&w);
 	assert_int_equal(tpe_future_cancel(queued), 0);
 	tpe_future_release(queued);
@@ -408,7 +401,7 @@ test_execute_wait_purge_two(void **state)
 	p = tu_pool(1, 1, TPE_QUEUE_BOUNDED, 2, TPE_REJECT_ABORT);
 	tu_saturate(p, 1, 0, &sat);
 	for (i = 0; i < 2; i++)
-		assert_int_equal(tpe_submit(p, call_count, &n, &f[i]), 0);
+		assert_int_equal(tpe_submit(p, tu_count_call, &n, &f[i]), 0);
 	for (i = 0; i < 2; i++) {
 		w[i] = (struct waiter){ .pool = p, .fn = tu_count_fn,
 		    .arg = &n, .timeout = -1 };
@@ -567,10 +560,10 @@ test_execute_wait_einval(void **state)
 	(void)state;
 	assert_int_equal(tpe_execute_wait(NULL, tu_count_fn, &n, -1), EINVAL);
 	assert_int_equal(tpe_execute_wait(p, NULL, &n, -1), EINVAL);
-	assert_int_equal(tpe_submit_wait(NULL, call_count, &n, -1, &f),
+	assert_int_equal(tpe_submit_wait(NULL, tu_count_call, &n, -1, &f),
 	    EINVAL);
 	assert_int_equal(tpe_submit_wait(p, NULL, &n, -1, &f), EINVAL);
-	assert_int_equal(tpe_submit_wait(p, call_count, &n, -1, NULL),
+	assert_int_equal(tpe_submit_wait(p, tu_count_call, &n, -1, NULL),
 	    EINVAL);
 	assert_null(f);
 	assert_int_equal(tpe_destroy(p), 0);
@@ -594,7 +587,7 @@ test_execute_wait_ecanceled(void **state)
 		assert_int_equal(tpe_shutdown(p), 0);
 		assert_int_equal(tpe_execute_wait(p, tu_count_fn, &n, -1),
 		    ECANCELED);
-		assert_int_equal(tpe_submit_wait(p, call_count, &n, -1, &f),
+		assert_int_equal(tpe_submit_wait(p, tu_count_call, &n, -1, &f),
 		    ECANCELED);
 		assert_int_equal(tpe_destroy(p), 0);
 	}
@@ -610,7 +603,7 @@ shutdown_wakes(bool now)
 	struct tu_saturation sat;
 	struct waiter w[2] = {
 		{ .fn = tu_count_fn, .timeout = -1 },
-		{ .call = call_count, .timeout = 10 * TU_S },
+		{ .call = tu_count_call, .timeout = 10 * TU_S },
 	};
 	struct tpe_stats s;
 	tpe_t *p;
@@ -665,13 +658,13 @@ test_execute_wait_timeout(void **state)
 	tu_saturate(p, 1, 1, &sat);
 	/* 0 polls: no wait, no line. */
 	assert_int_equal(tpe_execute_wait(p, tu_count_fn, &n, 0), ETIMEDOUT);
-	assert_int_equal(tpe_submit_wait(p, call_count, &n, 0, &f),
+	assert_int_equal(tpe_submit_wait(p, tu_count_call, &n, 0, &f),
 	    ETIMEDOUT);
 	/* Positive: waits in the line, then gives up. */
 	assert_int_equal(tpe_execute_wait(p, tu_count_fn, &n, TU_MS),
 	    ETIMEDOUT);
 	assert_joined();
-	assert_int_equal(tpe_submit_wait(p, call_count, &n, TU_MS, &f),
+	assert_int_equal(tpe_submit_wait(p, tu_count_call, &n, TU_MS, &f),
 	    ETIMEDOUT);
 	assert_joined();
 	assert_null(f);
@@ -731,7 +724,7 @@ test_execute_wait_fails(void **state)
 
 	fault_arm(c->fault, 0, -1, c->any_thread);
 	assert_int_equal(tpe_execute_wait(p, tu_count_fn, &n, -1), c->err);
-	assert_int_equal(tpe_submit_wait(p, call_count, &n, -1, &f), c->err);
+	assert_int_equal(tpe_submit_wait(p, tu_count_call, &n, -1, &f), c->err);
 	assert_true(fault_disarm(c->fault) >= 2);
 	assert_int_equal(n, 0);             /* not run here by the policy */
 	assert_null(f);

@@ -66,13 +66,6 @@ on_thread_fn(void *arg)
 		tu_latch_count_down(t->done);
 }
 
-static void *
-ret_arg_fn(void *arg)
-{
-	__atomic_add_fetch((int *)arg, 1, __ATOMIC_SEQ_CST);
-	return arg;
-}
-
 /* ---- (a) the first worker cannot be created --------------------------- */
 
 static void
@@ -89,7 +82,7 @@ first_worker_fails(size_t core, size_t max, enum tpe_queue_kind kind,
 	tu_latch_init(&done, 1);
 	fault_arm(&create_fault, 0, -1, false);
 	rc = tpe_execute(pool, tu_count_fn, &count);
-	rc2 = tpe_submit(pool, ret_arg_fn, &fcount, &f);
+	rc2 = tpe_submit(pool, tu_count_call, &fcount, &f);
 	assert_true(fault_disarm(&create_fault) >= 2);
 	assert_int_equal(rc, EAGAIN);
 	assert_int_equal(rc2, EAGAIN);
@@ -482,7 +475,7 @@ test_failure_submit_enomem(void **state)
 	for (k = 0;; k++) {
 		f = sentinel;
 		fault_arm(&malloc_fault, k, 1, false);
-		rc = tpe_submit(pool, ret_arg_fn, &count, &f);
+		rc = tpe_submit(pool, tu_count_call, &count, &f);
 		if (fault_disarm(&malloc_fault) == 0) {
 			assert_int_equal(rc, 0);
 			break;
@@ -522,7 +515,7 @@ test_failure_submit_fresh_pool_every_allocation(void **state)
 	for (k = 0;; k++) {
 		f = sentinel;
 		fault_arm(&malloc_fault, k, -1, false);
-		rc = tpe_submit(pool, ret_arg_fn, &count, &f);
+		rc = tpe_submit(pool, tu_count_call, &count, &f);
 		if (fault_disarm(&malloc_fault) == 0) {
 			assert_int_equal(rc, 0);
 			break;
@@ -892,7 +885,7 @@ create_error_is_eagain(int err)
 	create_errno = err;
 	fault_arm(&create_fault, 0, -1, false);
 	rc_ex = tpe_execute(pool, tu_count_fn, &count);
-	rc_sub = tpe_submit(pool, ret_arg_fn, &count, &f);
+	rc_sub = tpe_submit(pool, tu_count_call, &count, &f);
 	rc_pre = tpe_prestart_core_threads(pool, &started);
 	fault_disarm(&create_fault);
 	create_errno = EAGAIN;
@@ -927,7 +920,7 @@ test_failure_shutdown_refusal_needs_no_memory(void **state)
 	(void)state;
 	assert_int_equal(tpe_shutdown(pool), 0);
 	fault_arm(&malloc_fault, 0, -1, false);
-	rc_sub = tpe_submit(pool, ret_arg_fn, &count, &f);
+	rc_sub = tpe_submit(pool, tu_count_call, &count, &f);
 	rc_ex = tpe_execute(pool, tu_count_fn, &count);
 	fault_disarm(&malloc_fault);
 	assert_int_equal(rc_sub, ECANCELED);

@@ -643,13 +643,6 @@ test_lifecycle_shutdown_now_no_callback_drops(void **state)
 	tu_saturation_destroy(&sat);
 }
 
-static void *
-ret_arg_fn(void *arg)
-{
-	__atomic_add_fetch((int *)arg, 1, __ATOMIC_SEQ_CST);
-	return arg;
-}
-
 static void
 test_lifecycle_shutdown_now_cancels_futures(void **state)
 {
@@ -663,9 +656,9 @@ test_lifecycle_shutdown_now_cancels_futures(void **state)
 	(void)state;
 	hb_init(&log, pool);
 	tu_saturate(pool, 1, 0, &sat);
-	assert_int_equal(tpe_submit(pool, ret_arg_fn, &counts[0], &f0), 0);
+	assert_int_equal(tpe_submit(pool, tu_count_call, &counts[0], &f0), 0);
 	assert_int_equal(tpe_execute(pool, tu_count_fn, &counts[1]), 0);
-	assert_int_equal(tpe_submit(pool, ret_arg_fn, &counts[2], &f2), 0);
+	assert_int_equal(tpe_submit(pool, tu_count_call, &counts[2], &f2), 0);
 
 	assert_int_equal(tpe_shutdown_now(pool, hb_fn, &log), 0);
 	assert_int_equal(hb_count(&log), 3);
@@ -777,7 +770,7 @@ refused_after_shutdown(enum tpe_rejection rej, bool custom, bool now)
 	custom_calls = 0;
 	log.n = 0;
 	assert_int_equal(tpe_execute(pool, tu_count_fn, &extra), ECANCELED);
-	assert_int_equal(tpe_submit(pool, ret_arg_fn, &extra, &f), ECANCELED);
+	assert_int_equal(tpe_submit(pool, tu_count_call, &extra, &f), ECANCELED);
 	assert_ptr_equal(f, (tpe_future_t *)&extra);  /* not written */
 	assert_false(tpe_is_terminated(pool));
 	assert_int_equal(tu_load(&extra), 0);          /* not run in caller */
@@ -791,7 +784,7 @@ refused_after_shutdown(enum tpe_rejection rej, bool custom, bool now)
 	tu_unsaturate(&sat);
 	assert_int_equal(tpe_await_termination(pool, -1), 0);
 	assert_int_equal(tpe_execute(pool, tu_count_fn, &extra), ECANCELED);
-	assert_int_equal(tpe_submit(pool, ret_arg_fn, &extra, &f), ECANCELED);
+	assert_int_equal(tpe_submit(pool, tu_count_call, &extra, &f), ECANCELED);
 	assert_ptr_equal(f, (tpe_future_t *)&extra);
 	assert_int_equal(tu_load(&extra), 0);
 	assert_int_equal(__atomic_load_n(&custom_calls, __ATOMIC_SEQ_CST), 0);
@@ -1337,7 +1330,7 @@ test_lifecycle_purge_empties_queue_then_terminates(void **state)
 	log.pool = pool;
 	tu_saturate(pool, 1, 0, &sat);
 	for (i = 0; i < 2; i++)
-		assert_int_equal(tpe_submit(pool, ret_arg_fn, &counts[i], &f[i]),
+		assert_int_equal(tpe_submit(pool, tu_count_call, &counts[i], &f[i]),
 		    0);
 	assert_int_equal(tpe_shutdown(pool), 0);
 
@@ -1507,12 +1500,6 @@ self_wait_cb(tpe_fn fn, void *arg, void *ctx)
 	w->destroy_rc = w->await_rc == EDEADLK ? tpe_destroy(w->pool) : -1;
 }
 
-static void *
-noop_call(void *arg)
-{
-	return arg;
-}
-
 static void
 test_lifecycle_handback_callback_waits_on_itself(void **state)
 {
@@ -1528,7 +1515,7 @@ test_lifecycle_handback_callback_waits_on_itself(void **state)
 	tu_saturate(w.pool, 1, 0, &sat);
 
 	/* tpe_purge: a cancelled future leaves the queue to the callback. */
-	assert_int_equal(tpe_submit(w.pool, noop_call, NULL, &f), 0);
+	assert_int_equal(tpe_submit(w.pool, tu_nop_call, NULL, &f), 0);
 	assert_int_equal(tpe_future_cancel(f), 0);
 	assert_int_equal(tpe_purge(w.pool, &purged), 0);
 	assert_int_equal(purged, 1);

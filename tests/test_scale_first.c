@@ -347,12 +347,6 @@ test_scale_first_keep_alive_races_submit(void **state)
  * waiting in the queue), and only a 5th starts one. Last, a shutdown-now
  * drain hands the queue back in order and every count ends exact.
  */
-static void *
-ident(void *arg)
-{
-	return arg;
-}
-
 static void
 test_scale_first_counters_stay_exact(void **state)
 {
@@ -388,8 +382,8 @@ test_scale_first_counters_stay_exact(void **state)
 	assert_true(tu_latch_wait_for(&started1, BOUND));
 	assert_int_equal(tu_stats(p).pool_size, 4);
 	assert_int_equal(tpe_execute(p, tu_count_fn, &x), 0);
-	assert_int_equal(tpe_submit(p, ident, &x, &f1), 0);
-	assert_int_equal(tpe_submit(p, ident, &x, &f2), 0);
+	assert_int_equal(tpe_submit(p, tu_nop_call, &x, &f1), 0);
+	assert_int_equal(tpe_submit(p, tu_nop_call, &x, &f2), 0);
 	assert_int_equal(tpe_execute(p, tu_count_fn, &y), 0);
 	s = tu_stats(p);
 	assert_int_equal(s.queued, 4);
