@@ -177,22 +177,6 @@ waits_then_placed(tpe_t *p, size_t queued, bool submit)
 	tu_saturation_destroy(&sat);
 }
 
-static void
-test_execute_wait_bounded(void **state)
-{
-	(void)state;
-	waits_then_placed(tu_pool(1, 1, TPE_QUEUE_BOUNDED, 1,
-	    TPE_REJECT_ABORT), 1, false);
-}
-
-static void
-test_submit_wait_bounded(void **state)
-{
-	(void)state;
-	waits_then_placed(tu_pool(1, 1, TPE_QUEUE_BOUNDED, 1,
-	    TPE_REJECT_CALLER_RUNS), 1, true);
-}
-
 /* The worker taking the queued task makes the room, while that task
  * still runs (no worker waits for a task yet). */
 static void
@@ -228,27 +212,49 @@ test_execute_wait_room_after_take(void **state)
 	tu_latch_destroy(&g2);
 }
 
-/* Hand-off: the one worker is busy; it frees, goes idle, takes the task. */
-static void
-test_execute_wait_handoff(void **state)
-{
-	(void)state;
-	waits_then_placed(tu_pool(1, 1, TPE_QUEUE_HANDOFF, 0,
-	    TPE_REJECT_DISCARD), 0, false);
-	waits_then_placed(tu_pool(0, 1, TPE_QUEUE_HANDOFF, 0,
-	    TPE_REJECT_ABORT), 0, true);
-}
+/*
+ * Each way a pool can make a waiter wait and then place its task
+ * (waits_then_placed): one row a case, as the cases were named, each with
+ * its variants. Hand-off: the one worker is busy; it frees, goes idle,
+ * takes the task.
+ */
+struct placed_row {
+	const char *name;
+	struct {
+		struct tu_pool_opts pool;
+		size_t queued;
+		bool submit;
+	} v[2];
+	int nv;
+};
+
+static const struct placed_row placed_rows[] = {
+	{ "test_execute_wait_bounded", { { { .core = 1, .max = 1,
+	    .queue = TPE_QUEUE_BOUNDED, .capacity = 1 }, 1, false } }, 1 },
+	{ "test_submit_wait_bounded", { { { .core = 1, .max = 1,
+	    .queue = TPE_QUEUE_BOUNDED, .capacity = 1,
+	    .rejection = TPE_REJECT_CALLER_RUNS }, 1, true } }, 1 },
+	{ "test_execute_wait_handoff", {
+	    { { .core = 1, .max = 1, .queue = TPE_QUEUE_HANDOFF,
+		.rejection = TPE_REJECT_DISCARD }, 0, false },
+	    { { .core = 0, .max = 1, .queue = TPE_QUEUE_HANDOFF }, 0,
+		true } }, 2 },
+	{ "test_execute_wait_scale_first", {
+	    { { .core = 1, .max = 1, .queue = TPE_QUEUE_BOUNDED,
+		.capacity = 1, .policy = TPE_POLICY_SCALE_FIRST }, 1, false },
+	    { { .core = 0, .max = 1, .queue = TPE_QUEUE_HANDOFF,
+		.policy = TPE_POLICY_SCALE_FIRST }, 0, true } }, 2 },
+};
 
 static void
-test_execute_wait_scale_first(void **state)
+test_execute_wait_placed(void **state)
 {
-	(void)state;
-	waits_then_placed(tu_pool_with(&(struct tu_pool_opts){ .core = 1,
-	    .max = 1, .queue = TPE_QUEUE_BOUNDED, .capacity = 1,
-	    .policy = TPE_POLICY_SCALE_FIRST }), 1, false);
-	waits_then_placed(tu_pool_with(&(struct tu_pool_opts){ .core = 0,
-	    .max = 1, .queue = TPE_QUEUE_HANDOFF,
-	    .policy = TPE_POLICY_SCALE_FIRST }), 0, true);
+	const struct placed_row *row = *state;
+	int i;
+
+	for (i = 0; i < row->nv; i++)
+		waits_then_placed(tu_pool_with(&row->v[i].pool),
+		    row->v[i].queued, row->v[i].submit);
 }
 
 /* A pool of `threads` started workers, one of them parked as a reserved
@@ -1020,11 +1026,11 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_execute_wait_room),
-		cmocka_unit_test(test_execute_wait_bounded),
-		cmocka_unit_test(test_submit_wait_bounded),
+		TU_ROW_TEST(test_execute_wait_placed, &placed_rows[0]),
+		TU_ROW_TEST(test_execute_wait_placed, &placed_rows[1]),
 		cmocka_unit_test(test_execute_wait_room_after_take),
-		cmocka_unit_test(test_execute_wait_handoff),
-		cmocka_unit_test(test_execute_wait_scale_first),
+		TU_ROW_TEST(test_execute_wait_placed, &placed_rows[2]),
+		TU_ROW_TEST(test_execute_wait_placed, &placed_rows[3]),
 		cmocka_unit_test(test_execute_wait_never_waits),
 		cmocka_unit_test(test_execute_wait_reserved_thread),
 		cmocka_unit_test(test_execute_wait_remove_and_purge),
