@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_conformance.c - one template of cases run against every queue kind
- * and engine, through the public API only (include/tpe.h), the way
+ * and engine (each queue kind under queue-first and scale-first, and the
+ * per-worker stacks), through the public API only (include/tpe.h), the way
  * Concurrency Kit's regressions/ck_ring/validate runs one validation
  * against each ring flavour. A case that a configuration does not promise
  * (tpe_attr_set_queue(3), tpe_remove(3), tpe_shutdown_now(3)) is skipped
@@ -32,6 +33,10 @@ static const struct conf confs[] = {
 	    NO_BOUND, true, true },
 	{ "bounded", TPE_QUEUE_BOUNDED, 4, TPE_POLICY_QUEUE_FIRST, 2, 2, 4,
 	    true, true },
+	{ "unbounded_scale_first", TPE_QUEUE_UNBOUNDED, 0,
+	    TPE_POLICY_SCALE_FIRST, 1, 2, NO_BOUND, true, true },
+	{ "bounded_scale_first", TPE_QUEUE_BOUNDED, 4, TPE_POLICY_SCALE_FIRST,
+	    1, 2, 4, true, true },
 	{ "handoff_queue_first", TPE_QUEUE_HANDOFF, 0, TPE_POLICY_QUEUE_FIRST,
 	    1, 2, 0, false, true },
 	{ "handoff_scale_first", TPE_QUEUE_HANDOFF, 0, TPE_POLICY_SCALE_FIRST,
