@@ -903,21 +903,39 @@ observer_fn(void *arg)
 	__atomic_store_n(&o->finished, 1, __ATOMIC_SEQ_CST);
 }
 
+/* Neither shutdown interrupts a running task, or ends the pool under it:
+ * one row each, as the cases were named. */
+struct undisturbed_row {
+	const char *name;
+	size_t size;               /* core and max */
+	bool now;                  /* tpe_shutdown_now, else tpe_shutdown */
+};
+
+static const struct undisturbed_row undisturbed_rows[] = {
+	{ "test_lifecycle_shutdown_does_not_disturb_running_task", 2, false },
+	{ "test_lifecycle_shutdown_now_does_not_disturb_running_task", 1,
+	    true },
+};
+
 static void
-test_lifecycle_shutdown_does_not_disturb_running_task(void **state)
+test_lifecycle_shutdown_undisturbed(void **state)
 {
-	tpe_t *pool = tu_pool(2, 2, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
+	const struct undisturbed_row *row = *state;
+	tpe_t *pool = tu_pool(row->size, row->size, TPE_QUEUE_UNBOUNDED, 0,
+	    TPE_REJECT_ABORT);
 	struct observer o;
 	struct tpe_stats s;
 
-	(void)state;
 	memset(&o, 0, sizeof(o));
 	tu_latch_init(&o.started, 1);
 	tu_latch_init(&o.release, 1);
 	o.pool = pool;
 	assert_int_equal(tpe_execute(pool, observer_fn, &o), 0);
 	tu_latch_wait(&o.started);
-	assert_int_equal(tpe_shutdown(pool), 0);
+	if (row->now)
+		assert_int_equal(tpe_shutdown_now(pool, NULL, NULL), 0);
+	else
+		assert_int_equal(tpe_shutdown(pool), 0);
 	s = tu_stats(pool);
 	assert_int_equal(s.active, 1);
 	assert_int_equal(s.pool_size, 1);
@@ -928,32 +946,6 @@ test_lifecycle_shutdown_does_not_disturb_running_task(void **state)
 	assert_int_equal(__atomic_load_n(&o.finished, __ATOMIC_SEQ_CST), 1);
 	assert_true(o.saw_shutdown);
 	assert_false(o.saw_terminated);
-	assert_terminated(pool, 1, 1);
-	assert_int_equal(tpe_destroy(pool), 0);
-	tu_latch_destroy(&o.started);
-	tu_latch_destroy(&o.release);
-}
-
-static void
-test_lifecycle_shutdown_now_does_not_disturb_running_task(void **state)
-{
-	tpe_t *pool = tu_pool(1, 1, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
-	struct observer o;
-
-	(void)state;
-	memset(&o, 0, sizeof(o));
-	tu_latch_init(&o.started, 1);
-	tu_latch_init(&o.release, 1);
-	o.pool = pool;
-	assert_int_equal(tpe_execute(pool, observer_fn, &o), 0);
-	tu_latch_wait(&o.started);
-	assert_int_equal(tpe_shutdown_now(pool, NULL, NULL), 0);
-	assert_int_equal(tu_stats(pool).active, 1);
-	assert_false(tpe_is_terminated(pool));
-	tu_latch_count_down(&o.release);
-	assert_int_equal(tpe_await_termination(pool, -1), 0);
-	assert_int_equal(__atomic_load_n(&o.finished, __ATOMIC_SEQ_CST), 1);
-	assert_true(o.saw_shutdown);
 	assert_terminated(pool, 1, 1);
 	assert_int_equal(tpe_destroy(pool), 0);
 	tu_latch_destroy(&o.started);
@@ -1571,8 +1563,10 @@ main(void)
 		    &refused_rows[3]),
 		cmocka_unit_test(test_lifecycle_idle_workers_exit_on_shutdown),
 		cmocka_unit_test(test_lifecycle_shutdown_with_allow_core_timeout_idle_exit),
-		cmocka_unit_test(test_lifecycle_shutdown_does_not_disturb_running_task),
-		cmocka_unit_test(test_lifecycle_shutdown_now_does_not_disturb_running_task),
+		TU_ROW_TEST(test_lifecycle_shutdown_undisturbed,
+		    &undisturbed_rows[0]),
+		TU_ROW_TEST(test_lifecycle_shutdown_undisturbed,
+		    &undisturbed_rows[1]),
 		cmocka_unit_test(test_lifecycle_destroy_runs_queued_tasks),
 		cmocka_unit_test(test_lifecycle_destroy_fresh_and_after_shutdown_now),
 		cmocka_unit_test(test_lifecycle_disposition_invariant_race),
