@@ -1161,6 +1161,18 @@ race_round(struct race *r, tpe_attr_t *a, int mode)
 	assert_int_equal(st.queued, 0);
 }
 
+/* A race of `nthreads` submitters of `per_thread` tasks each. */
+static void
+race_init(struct race *r, int nthreads, int per_thread)
+{
+	memset(r, 0, sizeof(*r));
+	r->nthreads = nthreads;
+	r->per_thread = per_thread;
+	r->slots = calloc((size_t)nthreads * (size_t)per_thread,
+	    sizeof(*r->slots));
+	assert_non_null(r->slots);
+}
+
 static void
 test_lifecycle_disposition_invariant_race(void **state)
 {
@@ -1170,11 +1182,7 @@ test_lifecycle_disposition_invariant_race(void **state)
 	int round;
 
 	(void)state;
-	memset(&r, 0, sizeof(r));
-	r.nthreads = NTH;
-	r.per_thread = PER;
-	r.slots = calloc((size_t)NTH * PER, sizeof(*r.slots));
-	assert_non_null(r.slots);
+	race_init(&r, NTH, PER);
 	for (round = 0; round < ROUNDS; round++) {
 		static const enum tpe_queue_kind kinds[3] = {
 			TPE_QUEUE_UNBOUNDED, TPE_QUEUE_BOUNDED, TPE_QUEUE_HANDOFF
@@ -1209,11 +1217,7 @@ test_lifecycle_shutdown_now_execute_race(void **state)
 	int i;
 
 	(void)state;
-	memset(&r, 0, sizeof(r));
-	r.nthreads = NTH;
-	r.per_thread = PER;
-	r.slots = calloc((size_t)NTH * PER, sizeof(*r.slots));
-	assert_non_null(r.slots);
+	race_init(&r, NTH, PER);
 	a = tu_attr_with(&(struct tu_pool_opts){ .core = 10, .max = 10,
 	    .queue = TPE_QUEUE_BOUNDED, .capacity = 10,
 	    .keep_alive = 3 * 86400 * TU_S });
