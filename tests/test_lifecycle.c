@@ -1233,6 +1233,49 @@ test_lifecycle_shutdown_now_execute_race(void **state)
 /* ---- remove / purge let a shut-down pool terminate (item 63) ---------- */
 
 /*
+ * The state of item 63: P(1,1,ABQ(10)) with a terminated hook and a
+ * discard log; queue emptied while its worker runs; the running task let
+ * go, then the termination.
+ */
+static tpe_t *
+item63_pool(struct hook_state *h, struct handback_log *log)
+{
+	memset(h, 0, sizeof(*h));
+	hb_init(log, NULL);
+	return tu_pool_with(&(struct tu_pool_opts){ .core = 1, .max = 1,
+	    .queue = TPE_QUEUE_BOUNDED, .capacity = 10,
+	    .terminated = hook_fn, .terminated_ctx = h,
+	    .discard = hb_fn, .discard_ctx = log });
+}
+
+/* Queue empty, but the worker still runs: not terminated yet. */
+static void
+item63_emptied_still_running(tpe_t *pool, struct hook_state *h)
+{
+	struct tpe_stats s = tu_stats(pool);
+
+	assert_int_equal(s.queued, 0);
+	assert_int_equal(s.pool_size, 1);
+	assert_int_equal(s.active, 1);
+	assert_false(tpe_is_terminated(pool));
+	assert_int_equal(tpe_await_termination(pool, 0), ETIMEDOUT);
+	assert_int_equal(__atomic_load_n(&h->calls, __ATOMIC_SEQ_CST), 0);
+}
+
+static void
+item63_terminates(tpe_t *pool, struct hook_state *h,
+    struct tu_saturation *sat)
+{
+	tu_unsaturate(sat);
+	/* Bounded: a queue that did not really empty would hang here. */
+	assert_int_equal(tpe_await_termination(pool, 10 * TU_S), 0);
+	assert_true(tpe_is_terminated(pool));
+	assert_int_equal(__atomic_load_n(&h->calls, __ATOMIC_SEQ_CST), 1);
+	assert_false(pthread_equal(h->thread, pthread_self()));
+	assert_hook_saw_tidying(h);
+}
+
+/*
  * Item 63 with tpe_remove: P(1,1) shut down while its only worker is
  * blocked and two tasks are queued. Removing them does not terminate the
  * pool (the worker still runs) and calls no callback; once the running
@@ -1247,16 +1290,10 @@ test_lifecycle_remove_empties_queue_then_terminates(void **state)
 	int counts[2] = { 0 };
 	struct handback_log log;
 	struct hook_state h;
-	struct tpe_stats s;
 	tpe_t *pool;
 
 	(void)state;
-	memset(&h, 0, sizeof(h));
-	hb_init(&log, NULL);
-	pool = tu_pool_with(&(struct tu_pool_opts){ .core = 1, .max = 1,
-	    .queue = TPE_QUEUE_BOUNDED, .capacity = 10,
-	    .terminated = hook_fn, .terminated_ctx = &h,
-	    .discard = hb_fn, .discard_ctx = &log });
+	pool = item63_pool(&h, &log);
 	tu_saturate(pool, 1, 0, &sat);
 	tu_fill_queue(pool, 2, tu_count_fn, counts, sizeof(counts[0]));
 	assert_int_equal(tpe_shutdown(pool), 0);
@@ -1267,23 +1304,10 @@ test_lifecycle_remove_empties_queue_then_terminates(void **state)
 	assert_false(tpe_is_terminated(pool));
 	assert_int_equal(tpe_remove(pool, tu_count_fn, &counts[0]), 0);
 	assert_int_equal(tpe_remove(pool, tu_count_fn, &counts[0]), ENOENT);
-	/* Queue empty, but the worker still runs: not terminated yet. */
-	s = tu_stats(pool);
-	assert_int_equal(s.queued, 0);
-	assert_int_equal(s.pool_size, 1);
-	assert_int_equal(s.active, 1);
-	assert_false(tpe_is_terminated(pool));
-	assert_int_equal(tpe_await_termination(pool, 0), ETIMEDOUT);
-	assert_int_equal(__atomic_load_n(&h.calls, __ATOMIC_SEQ_CST), 0);
+	item63_emptied_still_running(pool, &h);
 	assert_int_equal(hb_count(&log), 0);
 
-	tu_unsaturate(&sat);
-	/* Bounded: a queue that did not really empty would hang here. */
-	assert_int_equal(tpe_await_termination(pool, 10 * TU_S), 0);
-	assert_true(tpe_is_terminated(pool));
-	assert_int_equal(__atomic_load_n(&h.calls, __ATOMIC_SEQ_CST), 1);
-	assert_false(pthread_equal(h.thread, pthread_self()));
-	assert_hook_saw_tidying(&h);
+	item63_terminates(pool, &h, &sat);
 	/* Removed tasks stay accepted but are not completed. */
 	assert_terminated(pool, 3, 1);
 	assert_int_equal(tu_load(&counts[0]), 0);
@@ -1310,19 +1334,13 @@ test_lifecycle_purge_empties_queue_then_terminates(void **state)
 	struct handback_log log;
 	struct hook_state h;
 	tpe_future_t *f[2];
-	struct tpe_stats s;
 	tpe_t *pool;
 	size_t purged;
 	void *res;
 	int i;
 
 	(void)state;
-	memset(&h, 0, sizeof(h));
-	hb_init(&log, NULL);
-	pool = tu_pool_with(&(struct tu_pool_opts){ .core = 1, .max = 1,
-	    .queue = TPE_QUEUE_BOUNDED, .capacity = 10,
-	    .terminated = hook_fn, .terminated_ctx = &h,
-	    .discard = hb_fn, .discard_ctx = &log });
+	pool = item63_pool(&h, &log);
 	log.pool = pool;
 	tu_saturate(pool, 1, 0, &sat);
 	for (i = 0; i < 2; i++)
@@ -1348,22 +1366,9 @@ test_lifecycle_purge_empties_queue_then_terminates(void **state)
 	}
 	assert_true((log.arg[0] == &counts[0] && log.arg[1] == &counts[1]) ||
 	    (log.arg[0] == &counts[1] && log.arg[1] == &counts[0]));
-	/* Queue empty, but the worker still runs: not terminated yet. */
-	s = tu_stats(pool);
-	assert_int_equal(s.queued, 0);
-	assert_int_equal(s.pool_size, 1);
-	assert_int_equal(s.active, 1);
-	assert_false(tpe_is_terminated(pool));
-	assert_int_equal(tpe_await_termination(pool, 0), ETIMEDOUT);
-	assert_int_equal(__atomic_load_n(&h.calls, __ATOMIC_SEQ_CST), 0);
+	item63_emptied_still_running(pool, &h);
 
-	tu_unsaturate(&sat);
-	/* Bounded: a queue that did not really empty would hang here. */
-	assert_int_equal(tpe_await_termination(pool, 10 * TU_S), 0);
-	assert_true(tpe_is_terminated(pool));
-	assert_int_equal(__atomic_load_n(&h.calls, __ATOMIC_SEQ_CST), 1);
-	assert_false(pthread_equal(h.thread, pthread_self()));
-	assert_hook_saw_tidying(&h);
+	item63_terminates(pool, &h, &sat);
 	assert_terminated(pool, 3, 1);
 	for (i = 0; i < 2; i++) {
 		assert_int_equal(tu_load(&counts[i]), 0);
