@@ -419,28 +419,47 @@ test_failure_create_enomem(void **state)
 	tpe_attr_destroy(a);
 }
 
-/* A task node cannot be allocated: ENOMEM, nothing counted, not run. */
+/*
+ * A task node (tpe_execute), or a future or its node (tpe_submit), cannot
+ * be allocated: ENOMEM, nothing counted, not run, *future untouched. One
+ * row a call, as the cases were named.
+ */
+struct enomem_row {
+	const char *name;
+	bool submit;
+};
+
+static const struct enomem_row enomem_rows[] = {
+	{ "test_failure_execute_enomem", false },
+	{ "test_failure_submit_enomem", true },
+};
+
 static void
-test_failure_execute_enomem(void **state)
+test_failure_call_enomem(void **state)
 {
+	const struct enomem_row *row = *state;
 	tpe_t *pool = tu_pool(1, 1, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
 	struct tu_saturation sat;
 	int count = 0;
+	tpe_future_t *sentinel = (tpe_future_t *)&count, *f;
 	struct tpe_stats s0, s;
+	void *res = NULL;
 	long k;
 	int rc;
 
-	(void)state;
 	tu_saturate(pool, 1, 0, &sat);
 	s0 = tu_stats(pool);
 	for (k = 0;; k++) {
+		f = sentinel;
 		fault_arm(&malloc_fault, k, 1, false);
-		rc = tpe_execute(pool, tu_count_fn, &count);
+		rc = row->submit ? tpe_submit(pool, tu_count_call, &count, &f) :
+		    tpe_execute(pool, tu_count_fn, &count);
 		if (fault_disarm(&malloc_fault) == 0) {
 			assert_int_equal(rc, 0);
 			break;
 		}
 		assert_int_equal(rc, ENOMEM);
+		assert_ptr_equal(f, sentinel);
 		s = tu_stats(pool);
 		assert_int_equal(s.submitted, s0.submitted);
 		assert_int_equal(s.queued, 0);
@@ -451,50 +470,14 @@ test_failure_execute_enomem(void **state)
 	assert_true(k >= 1);
 	assert_int_equal(tu_stats(pool).queued, 1);
 	tu_unsaturate(&sat);
+	if (row->submit) {
+		assert_ptr_not_equal(f, sentinel);
+		assert_int_equal(tpe_future_get(f, -1, &res), 0);
+		assert_ptr_equal(res, &count);
+		tpe_future_release(f);
+	}
 	finish(pool);
 	assert_int_equal(tu_load(&count), 1);   /* only the accepted call */
-	tu_saturation_destroy(&sat);
-}
-
-/* A future (or its node) cannot be allocated: ENOMEM, *future untouched. */
-static void
-test_failure_submit_enomem(void **state)
-{
-	tpe_t *pool = tu_pool(1, 1, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
-	struct tu_saturation sat;
-	int count = 0;
-	tpe_future_t *sentinel = (tpe_future_t *)&count, *f;
-	struct tpe_stats s0, s;
-	void *res = NULL;
-	long k;
-	int rc;
-
-	(void)state;
-	tu_saturate(pool, 1, 0, &sat);
-	s0 = tu_stats(pool);
-	for (k = 0;; k++) {
-		f = sentinel;
-		fault_arm(&malloc_fault, k, 1, false);
-		rc = tpe_submit(pool, tu_count_call, &count, &f);
-		if (fault_disarm(&malloc_fault) == 0) {
-			assert_int_equal(rc, 0);
-			break;
-		}
-		assert_int_equal(rc, ENOMEM);
-		assert_ptr_equal(f, sentinel);
-		s = tu_stats(pool);
-		assert_int_equal(s.submitted, s0.submitted);
-		assert_int_equal(s.queued, 0);
-		assert_true(k < 100);
-	}
-	assert_true(k >= 1);
-	assert_ptr_not_equal(f, sentinel);
-	tu_unsaturate(&sat);
-	assert_int_equal(tpe_future_get(f, -1, &res), 0);
-	assert_ptr_equal(res, &count);
-	tpe_future_release(f);
-	finish(pool);
-	assert_int_equal(tu_load(&count), 1);
 	tu_saturation_destroy(&sat);
 }
 
@@ -1104,8 +1087,8 @@ main(void)
 		cmocka_unit_test(test_failure_create_fails_for_noncore_worker),
 		cmocka_unit_test(test_failure_attr_create_enomem),
 		cmocka_unit_test(test_failure_create_enomem),
-		cmocka_unit_test(test_failure_execute_enomem),
-		cmocka_unit_test(test_failure_submit_enomem),
+		TU_ROW_TEST(test_failure_call_enomem, &enomem_rows[0]),
+		TU_ROW_TEST(test_failure_call_enomem, &enomem_rows[1]),
 		cmocka_unit_test(test_failure_submit_fresh_pool_every_allocation),
 		cmocka_unit_test(test_failure_second_worker_alloc_fails_task_kept),
 		cmocka_unit_test(test_failure_prestart_partial),
