@@ -19,7 +19,7 @@
 # moved on): it must occur exactly once in the file, where any run of
 # white space in it matches any run of white space (so it may span lines of
 # the source). "to" replaces it. "test" is a test program and one of its
-# cmocka cases (run alone with TPE_TEST_FILTER, tests/testutil.h).
+# cmocka cases (run alone with TPE_TEST_FILTER, tests/helpers.h).
 # "tries" (optional, default 1) is for a mutation that only a race
 # catches, with a known rate: the case runs up to that many times and the
 # mutation is killed at the first run that fails.

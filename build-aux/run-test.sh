@@ -8,7 +8,7 @@
 # timeout(1) is available. For slow build machines, TPE_TEST_TIME_SCALE, a
 # whole number from 1 to 1000 (anything else counts as 1), multiplies this
 # bound and the one each test binary sets itself (tu_time_bound in
-# tests/testutil.h, 120 seconds), so the outer bound stays the larger.
+# tests/helpers.h, 120 seconds), so the outer bound stays the larger.
 #
 # The program's standard output is rewritten for automake's
 # tap-driver.sh: cmocka prints one "1..N" plan per test group and reports a

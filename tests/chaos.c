@@ -70,7 +70,8 @@
 
 #include "tpe.h"
 
-#include "stressutil.h"
+#define TU_NO_CMOCKA /* a plain program, not a cmocka test */
+#include "helpers.h"
 
 #define MAX_SUBMITTERS 4
 #define MAX_REPORTS 30
@@ -483,7 +484,7 @@ static int
 give_typed(struct round *r, struct slot *s, uint64_t *rs)
 {
 	return tpe_execute_typed(r->pool, slot_run, s,
-	    (enum tpe_invocation)su_rnd(rs, 3));
+	    (enum tpe_invocation)tu_rnd(rs, 3));
 }
 
 static int
@@ -500,7 +501,7 @@ wait_timeout(uint64_t *rs)
 {
 	static const int64_t t[] = { 0, 1000, 100000, 1000000, -1 };
 
-	return t[su_rnd(rs, sizeof(t) / sizeof(t[0]))];
+	return t[tu_rnd(rs, sizeof(t) / sizeof(t[0]))];
 }
 
 /*
@@ -564,7 +565,7 @@ give_future(struct round *r, struct slot *s, uint64_t *rs, bool wait)
 		return rc;
 	}
 	add(&fig.futures, 1);
-	switch (su_rnd(rs, 8)) {
+	switch (tu_rnd(rs, 8)) {
 	case 0:
 		s->cancel_rc = tpe_future_cancel(f);
 		CHECK(s->cancel_rc == 0 || s->cancel_rc == EBUSY,
@@ -575,7 +576,7 @@ give_future(struct round *r, struct slot *s, uint64_t *rs, bool wait)
 		tpe_future_release(f);
 		return 0;
 	case 2:
-		rc = tpe_future_get(f, su_rnd(rs, 2) ? 0 : 100000, &res);
+		rc = tpe_future_get(f, tu_rnd(rs, 2) ? 0 : 100000, &res);
 		CHECK(rc == 0 || rc == ETIMEDOUT || rc == ECANCELED,
 		    "slot %u: get = %d", s->id, rc);
 		CHECK(rc != 0 || res == s, "slot %u: wrong result", s->id);
@@ -603,7 +604,7 @@ give_remove(struct round *r, struct slot *s, uint64_t *rs)
 {
 	int rc = tpe_execute(r->pool, slot_run, s), rr;
 
-	if (rc != 0 || su_rnd(rs, 2))
+	if (rc != 0 || tu_rnd(rs, 2))
 		return rc;
 	rr = tpe_remove(r->pool, slot_run, s);
 	if (rr == 0)
@@ -636,7 +637,7 @@ pick_actor(uint64_t *rs)
 
 	for (k = 0; k < NACTORS; k++)
 		total += actors[k].weight;
-	x = su_rnd(rs, total);
+	x = tu_rnd(rs, total);
 	for (k = 0; x >= actors[k].weight; k++)
 		x -= actors[k].weight;
 	return (int)k;
@@ -689,7 +690,7 @@ task_body(struct slot *s)
 		int rc;
 
 		__atomic_store_n(&r->stopped, 1, __ATOMIC_SEQ_CST);
-		if (su_rnd(&rs, 2))
+		if (tu_rnd(&rs, 2))
 			rc = tpe_shutdown(r->pool);
 		else
 			rc = tpe_shutdown_now(r->pool, handback, r);
@@ -702,7 +703,7 @@ task_body(struct slot *s)
 		}
 		return;
 	}
-	switch (su_rnd(&rs, 16)) {
+	switch (tu_rnd(&rs, 16)) {
 	case 0:
 	case 1:
 		/* A child task, from inside the pool. */
@@ -780,7 +781,7 @@ submitter_main(void *arg)
 		    "ECANCELED", s->id, rc);
 		if (rc == ECANCELED)
 			cancelled = true;
-		if (su_rnd(&rs, 64) == 0)
+		if (tu_rnd(&rs, 64) == 0)
 			sched_yield();
 	}
 	return NULL;
@@ -816,18 +817,18 @@ chaos_main(void *arg)
 			if (r->end == END_SHUTDOWN)
 				rc = tpe_shutdown(r->pool);
 			else
-				rc = tpe_shutdown_now(r->pool, su_rnd(&rs, 4) ?
+				rc = tpe_shutdown_now(r->pool, tu_rnd(&rs, 4) ?
 				    handback : NULL, r);
 			CHECK(rc == 0, "%s = %d", end_names[r->end], rc);
 		}
 		if (done)
 			break;
 		add(&fig.chaos_ops, 1);
-		switch (su_rnd(&rs, 12)) {
+		switch (tu_rnd(&rs, 12)) {
 		case 0:
-			max = 1 + su_rnd(&rs, 8);
-			core = su_rnd(&rs, (unsigned)max + 1);
-			if (r->per_worker && su_rnd(&rs, 2)) {
+			max = 1 + tu_rnd(&rs, 8);
+			core = tu_rnd(&rs, (unsigned)max + 1);
+			if (r->per_worker && tu_rnd(&rs, 2)) {
 				core = r->core;
 				max = r->max;
 			}
@@ -841,11 +842,11 @@ chaos_main(void *arg)
 			break;
 		case 1:
 			rc = tpe_set_keep_alive(r->pool,
-			    (int64_t)su_rnd(&rs, 2000) * 1000);
+			    (int64_t)tu_rnd(&rs, 2000) * 1000);
 			expect(rc, "set_keep_alive", EINVAL, -1, -1);
 			break;
 		case 2:
-			allow = su_rnd(&rs, 2);
+			allow = tu_rnd(&rs, 2);
 			rc = tpe_set_allow_core_timeout(r->pool, allow);
 			expect(rc, "set_allow_core_timeout", EINVAL, -1, -1);
 			CHECK(!r->per_worker || !allow || rc == EINVAL,
@@ -869,7 +870,7 @@ chaos_main(void *arg)
 			    "purge = %d", rc);
 			break;
 		case 5:
-			s = &r->slots[su_rnd(&rs, r->n_main)];
+			s = &r->slots[tu_rnd(&rs, r->n_main)];
 			rc = tpe_remove(r->pool, slot_run, s);
 			if (rc == 0)
 				s->removed = 1;  /* only this thread sets it here */
@@ -878,7 +879,7 @@ chaos_main(void *arg)
 				    r->per_worker), "remove = %d", rc);
 			break;
 		case 6:
-			rc = tpe_wait_idle(r->pool, su_rnd(&rs, 2) ? 0 : 200000);
+			rc = tpe_wait_idle(r->pool, tu_rnd(&rs, 2) ? 0 : 200000);
 			expect(rc, "wait_idle", ETIMEDOUT, -1, -1);
 			break;
 		case 7:
@@ -889,7 +890,7 @@ chaos_main(void *arg)
 			check_stats(r->pool, "chaos");
 			break;
 		default:
-			su_sleep_ns((int64_t)su_rnd(&rs, 200) * 1000);
+			tu_sleep_ns((int64_t)tu_rnd(&rs, 200) * 1000);
 			break;
 		}
 	}
@@ -915,19 +916,19 @@ round_attr(struct round *r, uint64_t *rs)
 	int64_t ka;
 	int rc;
 
-	r->kind = su_rnd(rs, 4);
-	r->policy = su_rnd(rs, 2);
-	r->rej = su_rnd(rs, 5);
-	r->core = su_rnd(rs, 4);
-	r->max = r->core + 1 + su_rnd(rs, 6);
+	r->kind = tu_rnd(rs, 4);
+	r->policy = tu_rnd(rs, 2);
+	r->rej = tu_rnd(rs, 5);
+	r->core = tu_rnd(rs, 4);
+	r->max = r->core + 1 + tu_rnd(rs, 6);
 	r->per_worker = r->kind == TPE_QUEUE_PER_WORKER;
 	if (r->per_worker) {
 		r->core = r->max;
 		r->policy = TPE_POLICY_QUEUE_FIRST;
 	}
 	if (r->kind == TPE_QUEUE_BOUNDED)
-		cap = 1 + su_rnd(rs, 32);
-	ka = (int64_t)su_rnd(rs, 3000) * 1000;   /* 0 .. 3 ms */
+		cap = 1 + tu_rnd(rs, 32);
+	ka = (int64_t)tu_rnd(rs, 3000) * 1000;   /* 0 .. 3 ms */
 	rc = tpe_attr_create(&a);
 	if (rc != 0) {
 		fprintf(stderr, "chaos: tpe_attr_create = %d\n", rc);
@@ -938,8 +939,8 @@ round_attr(struct round *r, uint64_t *rs)
 	    tpe_attr_set_policy(a, (enum tpe_policy)r->policy) ||
 	    tpe_attr_set_keep_alive(a, ka == 0 ? 1000 : ka) ||
 	    tpe_attr_set_allow_core_timeout(a, !r->per_worker &&
-	    su_rnd(rs, 2)) ||
-	    tpe_attr_set_reserved_threads(a, (int)su_rnd(rs, 4) - 1) ||
+	    tu_rnd(rs, 2)) ||
+	    tpe_attr_set_reserved_threads(a, (int)tu_rnd(rs, 4) - 1) ||
 	    tpe_attr_set_task_hooks(a, hook_before, hook_after, r) ||
 	    tpe_attr_set_thread_hooks(a, hook_start, hook_exit, r) ||
 	    tpe_attr_set_terminated_hook(a, hook_terminated, r) ||
@@ -974,7 +975,7 @@ round_create(struct round *r, tpe_attr_t *a, int threads0)
 		add(&fig.create_refused, 1);
 		CHECK(r->faults && (rc == ENOMEM || rc == EAGAIN),
 		    "tpe_create = %d", rc);
-		CHECK(su_thread_count_settled(threads0) == threads0,
+		CHECK(tu_thread_count_settled(threads0) == threads0,
 		    "tpe_create failed and left threads");
 		if (!r->faults)
 			exit(1);
@@ -1071,17 +1072,17 @@ run_round(uint64_t *rs, unsigned max_tasks, unsigned fault_every)
 	pthread_t chaos;
 	tpe_attr_t *a;
 	struct tpe_stats st;
-	int threads0 = su_thread_count(), n, rc;
+	int threads0 = tu_thread_count(), n, rc;
 	unsigned i, k;
 
 	alarm(ROUND_BOUND_S);
-	r->seed = su_rnd_next(rs) | 1;
-	r->faults = fault_every != 0 && su_rnd(rs, fault_every) == 0;
-	r->end = (enum end_mode)su_rnd(rs, 4);
-	r->nsub = 1 + su_rnd(rs, MAX_SUBMITTERS);
-	r->n_main = r->nsub + su_rnd(rs, max_tasks);
+	r->seed = tu_rnd_next(rs) | 1;
+	r->faults = fault_every != 0 && tu_rnd(rs, fault_every) == 0;
+	r->end = (enum end_mode)tu_rnd(rs, 4);
+	r->nsub = 1 + tu_rnd(rs, MAX_SUBMITTERS);
+	r->n_main = r->nsub + tu_rnd(rs, max_tasks);
 	r->n_child = r->n_main / 4 + 1;
-	r->trigger = su_rnd(rs, r->n_main);
+	r->trigger = tu_rnd(rs, r->n_main);
 	r->slots = xcalloc(r->n_main + r->n_child, sizeof(*r->slots));
 	for (i = 0; i < r->n_main + r->n_child; i++) {
 		r->slots[i].r = r;
@@ -1097,7 +1098,7 @@ run_round(uint64_t *rs, unsigned max_tasks, unsigned fault_every)
 		    round_no, r->n_main, r->nsub, round_desc);
 	if (r->faults) {
 		fig.fault_rounds++;
-		__atomic_store_n(&fault_one_in, 8 + su_rnd(rs, 120),
+		__atomic_store_n(&fault_one_in, 8 + tu_rnd(rs, 120),
 		    __ATOMIC_SEQ_CST);
 	}
 	round_create(r, a, threads0);
@@ -1153,7 +1154,7 @@ run_round(uint64_t *rs, unsigned max_tasks, unsigned fault_every)
 	    PRIu64, r->before, r->after);
 	CHECK(r->on_start == r->on_exit, "thread start hooks %" PRIu64
 	    " != exit hooks %" PRIu64, r->on_start, r->on_exit);
-	n = su_thread_count_settled(threads0);
+	n = tu_thread_count_settled(threads0);
 	CHECK(n == threads0, "%d threads after the round, %d before", n,
 	    threads0);
 	check_slots(r);
@@ -1194,7 +1195,7 @@ strat_produce(void *ctx, tpe_fn *fn, void **arg, enum tpe_invocation *type)
 	CHECK(__atomic_add_fetch(&st->in_producer, 1, __ATOMIC_SEQ_CST) == 1,
 	    "strategy: two producers at once");
 	i = __atomic_load_n(&st->next, __ATOMIC_SEQ_CST);
-	if (i >= st->n || su_rnd(&st->rs, 16) == 0) {
+	if (i >= st->n || tu_rnd(&st->rs, 16) == 0) {
 		/* Nothing now: somebody calls produce again later. */
 		__atomic_sub_fetch(&st->in_producer, 1, __ATOMIC_SEQ_CST);
 		return false;
@@ -1202,7 +1203,7 @@ strat_produce(void *ctx, tpe_fn *fn, void **arg, enum tpe_invocation *type)
 	__atomic_store_n(&st->next, i + 1, __ATOMIC_SEQ_CST);
 	*fn = strat_task;
 	*arg = &st->consumed[i];
-	*type = (enum tpe_invocation)su_rnd(&st->rs, 3);
+	*type = (enum tpe_invocation)tu_rnd(&st->rs, 3);
 	__atomic_sub_fetch(&st->in_producer, 1, __ATOMIC_SEQ_CST);
 	return true;
 }
@@ -1238,21 +1239,21 @@ run_strategy(uint64_t *rs)
 	struct tpe_strategy_stats ss;
 	tpe_attr_t *a;
 	tpe_t *pool;
-	unsigned i, mode = su_rnd(rs, 4);
-	size_t max = 1 + su_rnd(rs, 6);
-	int threads0 = su_thread_count(), rc, tries;
+	unsigned i, mode = tu_rnd(rs, 4);
+	size_t max = 1 + tu_rnd(rs, 6);
+	int threads0 = tu_thread_count(), rc, tries;
 
 	memset(&st, 0, sizeof(st));
-	st.n = 100 + su_rnd(rs, 2000);
-	st.rs = su_rnd_next(rs) | 1;
+	st.n = 100 + tu_rnd(rs, 2000);
+	st.rs = tu_rnd_next(rs) | 1;
 	st.consumed = xcalloc(st.n, sizeof(int));
 	if (tpe_attr_create(&a) != 0 ||
-	    tpe_attr_set_pool_size(a, su_rnd(rs, (unsigned)max + 1), max) != 0 ||
-	    tpe_attr_set_policy(a, (enum tpe_policy)su_rnd(rs, 2)) != 0 ||
-	    tpe_attr_set_queue(a, TPE_QUEUE_BOUNDED, 1 + su_rnd(rs, 8)) != 0 ||
-	    tpe_attr_set_rejection(a, (enum tpe_rejection)su_rnd(rs, 2)) != 0 ||
-	    tpe_attr_set_reserved_threads(a, (int)su_rnd(rs, 3)) != 0 ||
-	    tpe_attr_set_keep_alive(a, 1000 + su_rnd(rs, 1000000)) != 0 ||
+	    tpe_attr_set_pool_size(a, tu_rnd(rs, (unsigned)max + 1), max) != 0 ||
+	    tpe_attr_set_policy(a, (enum tpe_policy)tu_rnd(rs, 2)) != 0 ||
+	    tpe_attr_set_queue(a, TPE_QUEUE_BOUNDED, 1 + tu_rnd(rs, 8)) != 0 ||
+	    tpe_attr_set_rejection(a, (enum tpe_rejection)tu_rnd(rs, 2)) != 0 ||
+	    tpe_attr_set_reserved_threads(a, (int)tu_rnd(rs, 3)) != 0 ||
+	    tpe_attr_set_keep_alive(a, 1000 + tu_rnd(rs, 1000000)) != 0 ||
 	    tpe_create(&pool, a) != 0 ||
 	    tpe_strategy_create(&st.s, pool, strat_produce, &st,
 	    (enum tpe_strategy_mode)mode) != 0) {
@@ -1276,7 +1277,7 @@ run_strategy(uint64_t *rs)
 		rc = tpe_strategy_destroy(st.s);
 		if (rc != EBUSY || tries == 10000)
 			break;
-		su_sleep_ns(100000);
+		tu_sleep_ns(100000);
 	}
 	CHECK(rc == 0, "strategy_destroy = %d", rc);
 	CHECK(ss.pc + ss.pic + ss.pec + ss.epc == st.n, "strategy (mode %u): "
@@ -1288,7 +1289,7 @@ run_strategy(uint64_t *rs)
 	for (i = 0; i < st.n; i++)
 		CHECK(st.consumed[i] == 1, "strategy (mode %u) task %u "
 		    "consumed %d times", mode, i, st.consumed[i]);
-	CHECK(su_thread_count_settled(threads0) == threads0,
+	CHECK(tu_thread_count_settled(threads0) == threads0,
 	    "strategy round left threads");
 	fig.strat_pc += ss.pc;
 	fig.strat_pic += ss.pic;
@@ -1342,21 +1343,21 @@ main(int argc, char **argv)
 		rounds = strtoul(argv[2], NULL, 0);
 	seed = getenv("TPE_CHAOS_SEED") != NULL ?
 	    env_ul("TPE_CHAOS_SEED", 0) :
-	    (uint64_t)su_now_ns() ^ ((uint64_t)getpid() << 32);
+	    (uint64_t)tu_now_ns() ^ ((uint64_t)getpid() << 32);
 	if (tasks < MAX_SUBMITTERS)
 		tasks = MAX_SUBMITTERS;
 	signal(SIGALRM, on_alarm);
 	/* Each round counts threads from here on. */
-	(void)su_thread_baseline(__real_pthread_create);
+	(void)tu_thread_baseline(__real_pthread_create);
 	printf("chaos: seed=0x%" PRIx64 " seconds=%lu rounds=%lu tasks<=%u "
 	    "faults=1/%u (repeat with TPE_CHAOS_SEED=0x%" PRIx64 ")\n", seed,
 	    seconds, rounds, tasks, faults, seed);
 	fflush(stdout);
 	rs = seed | 1;
-	t0 = su_now_ns();
+	t0 = tu_now_ns();
 	budget = (int64_t)seconds * 1000000000;
 	while ((rounds == 0 || fig.rounds < rounds) &&
-	    su_now_ns() - t0 < budget && violations == 0) {
+	    tu_now_ns() - t0 < budget && violations == 0) {
 		round_no++;
 		run_round(&rs, tasks, faults);
 		if (round_no % 4 == 0) {
@@ -1368,7 +1369,7 @@ main(int argc, char **argv)
 	printf("chaos: %" PRIu64 " rounds in %.1f s (%" PRIu64 " with faults; "
 	    "ends: %" PRIu64 " destroy, %" PRIu64 " shutdown, %" PRIu64
 	    " shutdown_now, %" PRIu64 " by a task)\n", fig.rounds,
-	    (double)(su_now_ns() - t0) / 1e9, fig.fault_rounds, fig.ends[0],
+	    (double)(tu_now_ns() - t0) / 1e9, fig.fault_rounds, fig.ends[0],
 	    fig.ends[1], fig.ends[2], fig.ends[3]);
 	printf("chaos: tasks attempted %" PRIu64 " = accepted %" PRIu64
 	    " + refused %" PRIu64 " (%" PRIu64 " submitted from tasks)\n",

@@ -37,7 +37,8 @@
 #include "tpe.h"
 #include "tpe/thpool.h"
 
-#include "stressutil.h"
+#define TU_NO_CMOCKA /* a plain program, not a cmocka test */
+#include "helpers.h"
 
 #define JOBS_PER_SUB 24
 #define MAX_TASKLETS 8
@@ -133,12 +134,12 @@ coop_submitter(void *arg)
 		struct job_slot *s = &r->jobs[me][j];
 		tpe_job_t *job = NULL;
 
-		s->n = 1 + su_rnd(&rs, MAX_TASKLETS);
+		s->n = 1 + tu_rnd(&rs, MAX_TASKLETS);
 		for (k = 0; k < s->n; k++) {
-			s->tl[k].steps = (int)su_rnd(&rs, 60);
-			s->tl[k].last = su_rnd(&rs, 10) == 0 ? EIO : TPE_DONE;
+			s->tl[k].steps = (int)tu_rnd(&rs, 60);
+			s->tl[k].last = tu_rnd(&rs, 10) == 0 ? EIO : TPE_DONE;
 			desc[k] = (struct tpe_tasklet){ tl_fn, &s->tl[k],
-			    tl_end, su_rnd(&rs, 8) == 0 ?
+			    tl_end, tu_rnd(&rs, 8) == 0 ?
 			    TPE_TASKLET_BLOCKING : 0 };
 		}
 		s->submit_rc = tpe_coop_submit(r->coop, desc, s->n,
@@ -165,8 +166,8 @@ coop_chaos(void *arg)
 	uint64_t rs = r->seed * 31 + 7;
 
 	while (__atomic_load_n(&r->done, __ATOMIC_ACQUIRE) < NSUB) {
-		struct job_slot *s = &r->jobs[su_rnd(&rs, NSUB)]
-		    [su_rnd(&rs, JOBS_PER_SUB)];
+		struct job_slot *s = &r->jobs[tu_rnd(&rs, NSUB)]
+		    [tu_rnd(&rs, JOBS_PER_SUB)];
 		tpe_job_t *job = __atomic_load_n(&s->job, __ATOMIC_ACQUIRE);
 		int rc;
 
@@ -174,7 +175,7 @@ coop_chaos(void *arg)
 			sched_yield();
 			continue;
 		}
-		switch (su_rnd(&rs, 4)) {
+		switch (tu_rnd(&rs, 4)) {
 		case 0:
 			rc = tpe_job_cancel(job);
 			CHECK(rc == 0, "tpe_job_cancel: %d", rc);
@@ -189,7 +190,7 @@ coop_chaos(void *arg)
 		case 2: {
 			int res = -1;
 
-			rc = tpe_job_wait_result(job, su_rnd(&rs, 2) ? 0 :
+			rc = tpe_job_wait_result(job, tu_rnd(&rs, 2) ? 0 :
 			    100000, &res);
 			CHECK((rc == ETIMEDOUT && res == -1) || (rc == 0 &&
 			    (res == 0 || res == EIO || res == ECANCELED)),
@@ -221,10 +222,10 @@ coop_round(uint64_t seed, int baseline)
 	if (r == NULL)
 		return;
 	r->seed = seed;
-	cfg.threads = 1 + su_rnd(&rs, 4);
-	cfg.max_park_ns = su_rnd(&rs, 2) ? 0 : 1000 * (1 + su_rnd(&rs, 1000));
-	cfg.flags = su_rnd(&rs, 2) ? TPE_COOP_NO_STEALING : 0;
-	wait_all = su_rnd(&rs, 2);
+	cfg.threads = 1 + tu_rnd(&rs, 4);
+	cfg.max_park_ns = tu_rnd(&rs, 2) ? 0 : 1000 * (1 + tu_rnd(&rs, 1000));
+	cfg.flags = tu_rnd(&rs, 2) ? TPE_COOP_NO_STEALING : 0;
+	wait_all = tu_rnd(&rs, 2);
 	rc = tpe_coop_create(&r->coop, &cfg, sizeof(cfg));
 	if (rc != 0) {
 		CHECK(rc == EAGAIN || rc == ENOMEM, "tpe_coop_create: %d", rc);
@@ -296,7 +297,7 @@ coop_round(uint64_t seed, int baseline)
 			tpe_job_release(s->job);
 		}
 	}
-	CHECK(su_thread_count_settled(baseline) == baseline,
+	CHECK(tu_thread_count_settled(baseline) == baseline,
 	    "threads left after a tasklet round");
 	free(r);
 }
@@ -353,7 +354,7 @@ thp_chaos(void *arg)
 
 		CHECK(w >= 0 && w <= r->nthreads, "working %d of %d", w,
 		    r->nthreads);
-		if (su_rnd(&rs, 4) == 0) {
+		if (tu_rnd(&rs, 4) == 0) {
 			if (paused)
 				thpool_resume(r->tp);
 			else
@@ -381,8 +382,8 @@ thp_round(uint64_t seed, int baseline)
 	if (r == NULL)
 		return;
 	r->seed = seed;
-	r->nthreads = 1 + (int)su_rnd(&rs, 4);
-	wait_first = su_rnd(&rs, 2);
+	r->nthreads = 1 + (int)tu_rnd(&rs, 4);
+	wait_first = tu_rnd(&rs, 2);
 	r->tp = thpool_init(r->nthreads);
 	CHECK(r->tp != NULL, "thpool_init(%d) failed", r->nthreads);
 	if (r->tp == NULL) {
@@ -411,7 +412,7 @@ thp_round(uint64_t seed, int baseline)
 			    "(added %d, waited %d)", ran, r->added[i][j],
 			    wait_first);
 		}
-	CHECK(su_thread_count_settled(baseline) == baseline,
+	CHECK(tu_thread_count_settled(baseline) == baseline,
 	    "threads left after a thpool round");
 	free(r);
 }
@@ -422,19 +423,19 @@ main(int argc, char **argv)
 	int64_t seconds = argc > 1 ? atol(argv[1]) : 10, end;
 	const char *e = getenv("TPE_CHAOS_SEED");
 	uint64_t seed = e != NULL ? strtoull(e, NULL, 0) :
-	    (uint64_t)su_now_ns();
+	    (uint64_t)tu_now_ns();
 	unsigned long coop_rounds = 0, thp_rounds = 0;
 	/* After a first thread came and went: ThreadSanitizer's own thread
 	 * is counted in the baseline. */
-	int baseline = su_thread_baseline(pthread_create);
+	int baseline = tu_thread_baseline(pthread_create);
 
 	printf("chaos_coop: seed 0x%" PRIx64 ", %" PRId64 " s\n", seed,
 	    seconds);
-	end = su_now_ns() + seconds * 1000000000;
-	while (su_now_ns() < end) {
+	end = tu_now_ns() + seconds * 1000000000;
+	while (tu_now_ns() < end) {
 		uint64_t rs = seed + coop_rounds + thp_rounds;
 
-		su_rnd_next(&rs);
+		tu_rnd_next(&rs);
 		if ((coop_rounds + thp_rounds) % 2 == 0) {
 			coop_round(rs, baseline);
 			coop_rounds++;

@@ -42,7 +42,7 @@
 #include <sys/mman.h>
 #include <sys/wait.h>
 
-#include "testutil.h"
+#include "helpers.h"
 #include "tpe/thpool.h"
 
 #include "pool/node_cache.h"

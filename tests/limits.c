@@ -29,7 +29,8 @@
 
 #include "tpe.h"
 
-#include "stressutil.h"
+#define TU_NO_CMOCKA /* a plain program, not a cmocka test */
+#include "helpers.h"
 
 int __real_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
     void *(*start)(void *), void *arg);
@@ -43,7 +44,7 @@ int
 __wrap_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
     void *(*start)(void *), void *arg)
 {
-	if (fake_nproc > 0 && su_thread_count() >= fake_nproc)
+	if (fake_nproc > 0 && tu_thread_count() >= fake_nproc)
 		return EAGAIN;
 	return __real_pthread_create(thread, attr, start, arg);
 }
@@ -83,7 +84,7 @@ main(int argc, char **argv)
 	tpe_attr_t *a;
 	tpe_t *pool;
 
-	threads0 = su_thread_baseline(__real_pthread_create);
+	threads0 = tu_thread_baseline(__real_pthread_create);
 	alarm(240);
 	if (e != NULL)
 		fake_nproc = atoi(e);
@@ -160,7 +161,7 @@ main(int argc, char **argv)
 		    nran, accepted);
 		wrong++;
 	}
-	threads1 = su_thread_count_settled(threads0);
+	threads1 = tu_thread_count_settled(threads0);
 	printf("limits: after the burst: %u of %u accepted (%u retries), all "
 	    "ran: %s; threads %d at start, %d at the end\n", after_ok, after,
 	    after_retries, wrong == 0 ? "yes" : "NO", threads0, threads1);

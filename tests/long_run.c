@@ -33,7 +33,8 @@
 
 #include "tpe.h"
 
-#include "stressutil.h"
+#define TU_NO_CMOCKA /* a plain program, not a cmocka test */
+#include "helpers.h"
 
 #define NSUB 2
 #define BATCH 512
@@ -115,11 +116,11 @@ submitter(void *arg)
 		}
 		/* A pause longer than the keep-alive, now and then: the
 		 * workers time out, the next batch starts new ones. */
-		if (su_rnd_next(&s->rs) % 2 == 0)
-			su_sleep_ns((int64_t)(su_rnd_next(&s->rs) % 1500) * 1000);
-		if (su_rnd_next(&s->rs) % 8 == 0)
+		if (tu_rnd_next(&s->rs) % 2 == 0)
+			tu_sleep_ns((int64_t)(tu_rnd_next(&s->rs) % 1500) * 1000);
+		if (tu_rnd_next(&s->rs) % 8 == 0)
 			(void)tpe_set_keep_alive(pool, 1000 +
-			    (int64_t)(su_rnd_next(&s->rs) % 1000000));
+			    (int64_t)(tu_rnd_next(&s->rs) % 1000000));
 	}
 	return NULL;
 }
@@ -149,15 +150,15 @@ main(int argc, char **argv)
 	long allowed_kib;
 	int threads0, threads1;
 	unsigned p, k;
-	int64_t t0 = su_now_ns();
+	int64_t t0 = tu_now_ns();
 
-	threads0 = su_thread_baseline(pthread_create);
+	threads0 = tu_thread_baseline(pthread_create);
 	e = getenv("TPE_LONG_RUN_TASKS");
 	ntasks = argc > 1 ? strtoull(argv[1], NULL, 0) :
 	    e != NULL ? strtoull(e, NULL, 0) : 10000000;
 	e = getenv("TPE_LONG_RUN_SEED");
 	seed = e != NULL ? strtoull(e, NULL, 0) :
-	    (uint64_t)su_now_ns() ^ ((uint64_t)getpid() << 32);
+	    (uint64_t)tu_now_ns() ^ ((uint64_t)getpid() << 32);
 	e = getenv("TPE_LONG_RUN_RSS_MB");
 	allowed_kib = (e != NULL ? atol(e) : 64) * 1024;
 	if (ntasks < POOLS * BATCH)
@@ -184,7 +185,7 @@ main(int argc, char **argv)
 		tpe_attr_t *a;
 		uint64_t lo = ntasks / POOLS * p;
 		uint64_t hi = p == POOLS - 1 ? ntasks : lo + ntasks / POOLS;
-		int64_t ka = 1000 + (int64_t)(su_rnd_next(&rs) % 1000000);
+		int64_t ka = 1000 + (int64_t)(tu_rnd_next(&rs) % 1000000);
 		bool scale = p % 2 == 1;
 
 		if (tpe_attr_create(&a) != 0 ||
@@ -203,7 +204,7 @@ main(int argc, char **argv)
 		tpe_attr_destroy(a);
 		next_task = lo;
 		for (k = 0; k < NSUB; k++) {
-			subs[k].rs = su_rnd_next(&rs) | 1;
+			subs[k].rs = tu_rnd_next(&rs) | 1;
 			subs[k].lo = lo;
 			subs[k].hi = hi;
 			if (pthread_create(&subs[k].t, NULL, submitter,
@@ -230,7 +231,7 @@ main(int argc, char **argv)
 			}
 			if (at >= hi)
 				break;
-			su_sleep_ns(20000000);
+			tu_sleep_ns(20000000);
 		}
 		for (k = 0; k < NSUB; k++)
 			pthread_join(subs[k].t, NULL);
@@ -242,7 +243,7 @@ main(int argc, char **argv)
 		completed += st.completed;
 		if (tpe_destroy(pool) != 0)
 			fail("tpe_destroy");
-		threads1 = su_thread_count_settled(threads0);
+		threads1 = tu_thread_count_settled(threads0);
 		if (threads1 != threads0)
 			fail("%d threads after tpe_destroy, %d at the start",
 			    threads1, threads0);
@@ -261,12 +262,12 @@ main(int argc, char **argv)
 		    ", tasks %" PRIu64, submitted, completed, ntasks);
 	printf("long_run: %" PRIu64 " tasks ran once each in %.1f s; %" PRIu64
 	    " refusals retried; %" PRIu64 " worker threads started\n", ntasks,
-	    (double)(su_now_ns() - t0) / 1e9, refused, starts);
+	    (double)(tu_now_ns() - t0) / 1e9, refused, starts);
 	printf("long_run: RSS KiB first %ld, after warm-up %ld, max %ld, last "
 	    "%ld (allowed growth %ld)\n", rss_first, rss_warm, rss_max,
 	    rss_last, allowed_kib);
 	printf("long_run: threads at start %d, after each destroy %d\n",
-	    threads0, su_thread_count());
+	    threads0, (int)tu_thread_count());
 	printf("long_run: %s\n", failures == 0 ? "OK" : "FAILED");
 	free(ran);
 	return failures == 0 ? 0 : 1;

@@ -14,7 +14,7 @@
 
 #include "pool/attr.h" /* TPE__HAVE_AFFINITY */
 #include "base/cpu.h"  /* TPE__CPU_COUNT_AFFINITY */
-#include "testutil.h"
+#include "helpers.h"
 
 #define EV_TIMEOUT (10 * TU_S)
 

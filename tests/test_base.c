@@ -11,7 +11,7 @@
 #include <pthread.h>
 #include <signal.h>
 
-#include "testutil.h"
+#include "helpers.h"
 
 #include "base/atomic.h"
 #include "base/cpu.h"

@@ -3,78 +3,14 @@
  * test_coop.c - the cooperative tasklet service: round-robin order, idle
  * backoff and parking, stealing, completion exactly once under cancel and
  * wait races, errors, blocking tasklets, destroy, bad input, and malloc /
- * pthread_create failures (the --wrap wrappers below).
+ * pthread_create failures (the --wrap wrappers of tests/helpers.h).
  */
 #include <signal.h>
 
-#include "testutil.h"
-#include "stressutil.h"
+#define TU_FAULT_INJECTION /* this binary links the --wrap wrappers */
+#include "helpers.h"
 
 #include "coop/coop.h"
-
-/* ---- the wrappers (tests/Makefile.inc links with --wrap) -------------- */
-
-void *__real_malloc(size_t size);
-void *__real_calloc(size_t n, size_t size);
-int __real_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
-    void *(*start)(void *), void *arg);
-void *__wrap_malloc(size_t size);
-void *__wrap_calloc(size_t n, size_t size);
-int __wrap_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
-    void *(*start)(void *), void *arg);
-
-/* Calls of the calling thread after `skip` more fail, when armed. */
-struct fault {
-	int armed;
-	pthread_t thread;
-	long skip;
-};
-
-static struct fault alloc_fault, create_fault;
-
-static bool
-fault_hit(struct fault *f)
-{
-	if (!__atomic_load_n(&f->armed, __ATOMIC_SEQ_CST) ||
-	    !pthread_equal(pthread_self(), f->thread))
-		return false;
-	return __atomic_sub_fetch(&f->skip, 1, __ATOMIC_SEQ_CST) < 0;
-}
-
-static void
-fault_arm(struct fault *f, long skip)
-{
-	f->thread = pthread_self();
-	f->skip = skip;
-	__atomic_store_n(&f->armed, 1, __ATOMIC_SEQ_CST);
-}
-
-static void
-fault_disarm(struct fault *f)
-{
-	__atomic_store_n(&f->armed, 0, __ATOMIC_SEQ_CST);
-}
-
-void *
-__wrap_malloc(size_t size)
-{
-	return fault_hit(&alloc_fault) ? NULL : __real_malloc(size);
-}
-
-void *
-__wrap_calloc(size_t n, size_t size)
-{
-	return fault_hit(&alloc_fault) ? NULL : __real_calloc(n, size);
-}
-
-int
-__wrap_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
-    void *(*start)(void *), void *arg)
-{
-	if (fault_hit(&create_fault))
-		return EAGAIN;
-	return __real_pthread_create(thread, attr, start, arg);
-}
 
 /* ---- a test tasklet ---------------------------------------------------- */
 
@@ -1175,7 +1111,7 @@ assert_threads_back_to(int before)
 {
 	if (before < 0)
 		return;
-	assert_true(TU_EVENTUALLY(su_thread_count() == before, TU_WAIT_BOUND));
+	assert_true(TU_EVENTUALLY(tu_thread_count() == before, TU_WAIT_BOUND));
 }
 
 /*
@@ -1191,21 +1127,8 @@ static int linger_saw_return;    /* atomic */
 static void
 linger_dtor(void *p)
 {
-	struct timespec ts;
-	int rc;
-
 	(void)p;
-	/* tu_sem_wait_for counts whole seconds: 500 ms here. */
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_nsec += 500 * TU_MS;
-	if (ts.tv_nsec >= TU_S) {
-		ts.tv_sec++;
-		ts.tv_nsec -= TU_S;
-	}
-	while ((rc = sem_timedwait(&destroy_returned, &ts)) != 0 &&
-	    errno == EINTR)
-		;
-	if (rc == 0)
+	if (tu_sem_wait_for(&destroy_returned, 500 * TU_MS))
 		__atomic_store_n(&linger_saw_return, 1, __ATOMIC_SEQ_CST);
 	sem_post(&lingered);
 }
@@ -1246,7 +1169,7 @@ test_coop_destroy_joins_threads(void **state)
 	}
 	/* Looped: the count is back after each destroy (with jobs running,
 	 * completed, and dedicated threads of both). */
-	before = su_thread_count();
+	before = tu_thread_count();
 	for (round = 0; round < 20; round++) {
 		struct tk tk[3] = { 0 };
 		struct tpe_tasklet t[3];
@@ -1354,18 +1277,18 @@ test_coop_create_failures(void **state)
 	tpe_coop_t *const unset = (tpe_coop_t *)&c;
 	tpe_coop_t *coop = unset;
 	long k;
-	int before = su_thread_count();
+	int before = tu_thread_count();
 
 	(void)state;
 	for (k = 0; k < 2; k++) {
-		fault_arm(&alloc_fault, k);
+		fault_arm(&malloc_fault, k, -1, false);
 		assert_int_equal(tpe_coop_create(&coop, &c, sizeof(c)),
 		    ENOMEM);
-		fault_disarm(&alloc_fault);
+		fault_disarm(&malloc_fault);
 		assert_ptr_equal(coop, unset);
 	}
 	for (k = 0; k < 3; k++) {
-		fault_arm(&create_fault, k);
+		fault_arm(&create_fault, k, -1, false);
 		assert_int_equal(tpe_coop_create(&coop, &c, sizeof(c)),
 		    EAGAIN);
 		fault_disarm(&create_fault);
@@ -1386,7 +1309,7 @@ test_coop_submit_failures(void **state)
 	tpe_job_t *const unset = (tpe_job_t *)&tk;
 	tpe_job_t *job = unset;
 	long k;
-	int before = su_thread_count();
+	int before = tu_thread_count();
 	int i;
 
 	(void)state;
@@ -1396,16 +1319,16 @@ test_coop_submit_failures(void **state)
 	ts[0].flags = 0;
 	/* The job, then the record of each dedicated thread. */
 	for (k = 0; k < 4; k++) {
-		fault_arm(&alloc_fault, k);
+		fault_arm(&malloc_fault, k, -1, false);
 		assert_int_equal(tpe_coop_submit(coop, ts, 4, sizeof(ts[0]),
 		    &job), ENOMEM);
-		fault_disarm(&alloc_fault);
+		fault_disarm(&malloc_fault);
 		assert_ptr_equal(job, unset);
 		assert_int_equal(tpe__coop_blocking_threads(coop), 0);
 		assert_threads_back_to(before);
 	}
 	for (k = 0; k < 3; k++) {
-		fault_arm(&create_fault, k);
+		fault_arm(&create_fault, k, -1, false);
 		assert_int_equal(tpe_coop_submit(coop, ts, 4, sizeof(ts[0]),
 		    &job), EAGAIN);
 		fault_disarm(&create_fault);

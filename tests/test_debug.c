@@ -13,7 +13,7 @@
  * lock) skip when TPE_DEBUG is not defined, and only then: the CI runs the
  * suite once configured with --enable-debug, where every case runs.
  */
-#include "testutil.h"
+#include "helpers.h"
 
 #include <regex.h>
 #include <signal.h>

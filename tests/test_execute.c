@@ -9,23 +9,9 @@
 #include <signal.h>
 #include <string.h>
 
-#include "testutil.h"
+#include "helpers.h"
 
 #define EV_TIMEOUT (10 * TU_S)
-
-static void *
-blocker_call(void *arg)
-{
-	tu_blocker_fn(arg);
-	return arg;
-}
-
-static void *
-count_call(void *arg)
-{
-	tu_count_fn(arg);
-	return arg;
-}
 
 /* ---- argument checks (item 19) ------------------------------------------ */
 
@@ -43,8 +29,8 @@ test_execute_null_fn(void **state)
 	assert_int_equal(tpe_execute(NULL, tu_count_fn, &count), EINVAL);
 	assert_int_equal(tpe_submit(p, NULL, &count, &f), EINVAL);
 	assert_ptr_equal(f, (tpe_future_t *)&count);
-	assert_int_equal(tpe_submit(p, count_call, &count, NULL), EINVAL);
-	assert_int_equal(tpe_submit(NULL, count_call, &count, &f), EINVAL);
+	assert_int_equal(tpe_submit(p, tu_count_call, &count, NULL), EINVAL);
+	assert_int_equal(tpe_submit(NULL, tu_count_call, &count, &f), EINVAL);
 	assert_ptr_equal(f, (tpe_future_t *)&count);
 	s = tu_stats(p);
 	assert_int_equal(s.pool_size, 0);
@@ -547,14 +533,20 @@ test_execute_thread_names(void **state)
 
 /* ---- task hooks --------------------------------------------------------- */
 
+/* What one task hook saw of its call. */
+struct hook_seen {
+	pthread_t thr;
+	int n;                   /* calls for this task, atomic */
+	int val_at;              /* the task's val at the call */
+	tpe_fn fn;
+	tpe_t *pool;
+	void *ctx;
+};
+
 struct hooked {
 	int val;                 /* the task increments it */
-	pthread_t task_thr, before_thr, after_thr;
-	int before_n, after_n;   /* hook calls for this task */
-	int val_at_before, val_at_after;
-	tpe_fn before_fn, after_fn;
-	tpe_t *before_pool, *after_pool;
-	void *before_ctx, *after_ctx;
+	pthread_t task_thr;
+	struct hook_seen before, after;
 };
 
 static void
@@ -574,29 +566,27 @@ hooked_call(void *arg)
 }
 
 static void
+hook_saw(struct hook_seen *w, struct hooked *h, tpe_t *pool, tpe_fn fn,
+    void *ctx)
+{
+	w->thr = pthread_self();
+	w->fn = fn;
+	w->pool = pool;
+	w->ctx = ctx;
+	w->val_at = __atomic_load_n(&h->val, __ATOMIC_SEQ_CST);
+	__atomic_add_fetch(&w->n, 1, __ATOMIC_SEQ_CST);
+}
+
+static void
 before_hook(tpe_t *pool, tpe_fn fn, void *arg, void *ctx)
 {
-	struct hooked *h = arg;
-
-	h->before_thr = pthread_self();
-	h->before_fn = fn;
-	h->before_pool = pool;
-	h->before_ctx = ctx;
-	h->val_at_before = __atomic_load_n(&h->val, __ATOMIC_SEQ_CST);
-	__atomic_add_fetch(&h->before_n, 1, __ATOMIC_SEQ_CST);
+	hook_saw(&((struct hooked *)arg)->before, arg, pool, fn, ctx);
 }
 
 static void
 after_hook(tpe_t *pool, tpe_fn fn, void *arg, void *ctx)
 {
-	struct hooked *h = arg;
-
-	h->after_thr = pthread_self();
-	h->after_fn = fn;
-	h->after_pool = pool;
-	h->after_ctx = ctx;
-	h->val_at_after = __atomic_load_n(&h->val, __ATOMIC_SEQ_CST);
-	__atomic_add_fetch(&h->after_n, 1, __ATOMIC_SEQ_CST);
+	hook_saw(&((struct hooked *)arg)->after, arg, pool, fn, ctx);
 }
 
 static void
@@ -630,24 +620,24 @@ test_execute_task_hooks(void **state)
 	assert_int_equal(tpe_destroy(p), 0);
 	for (i = 0; i < N + NS; i++) {
 		assert_int_equal(h[i].val, 1);
-		assert_int_equal(h[i].before_n, 1);
-		assert_int_equal(h[i].after_n, 1);
-		assert_int_equal(h[i].val_at_before, 0);
-		assert_int_equal(h[i].val_at_after, 1);
-		assert_true(pthread_equal(h[i].before_thr, h[i].task_thr));
-		assert_true(pthread_equal(h[i].after_thr, h[i].task_thr));
+		assert_int_equal(h[i].before.n, 1);
+		assert_int_equal(h[i].after.n, 1);
+		assert_int_equal(h[i].before.val_at, 0);
+		assert_int_equal(h[i].after.val_at, 1);
+		assert_true(pthread_equal(h[i].before.thr, h[i].task_thr));
+		assert_true(pthread_equal(h[i].after.thr, h[i].task_thr));
 		assert_false(pthread_equal(h[i].task_thr, pthread_self()));
-		assert_ptr_equal(h[i].before_pool, p);
-		assert_ptr_equal(h[i].after_pool, p);
-		assert_ptr_equal(h[i].before_ctx, &ctx_obj);
-		assert_ptr_equal(h[i].after_ctx, &ctx_obj);
+		assert_ptr_equal(h[i].before.pool, p);
+		assert_ptr_equal(h[i].after.pool, p);
+		assert_ptr_equal(h[i].before.ctx, &ctx_obj);
+		assert_ptr_equal(h[i].after.ctx, &ctx_obj);
 		if (i < N) {
-			assert_true(h[i].before_fn == hooked_fn);
-			assert_true(h[i].after_fn == hooked_fn);
+			assert_true(h[i].before.fn == hooked_fn);
+			assert_true(h[i].after.fn == hooked_fn);
 		} else {
 			/* tpe_submit tasks: fn NULL, arg the callable's. */
-			assert_true(h[i].before_fn == NULL);
-			assert_true(h[i].after_fn == NULL);
+			assert_true(h[i].before.fn == NULL);
+			assert_true(h[i].after.fn == NULL);
 		}
 	}
 }
@@ -845,7 +835,7 @@ test_execute_purge(void **state)
 	/* b[1..4] queued as futures, behind the same gate. */
 	for (i = 1; i < 5; i++) {
 		b[i] = (struct tu_blocker){ NULL, &sat.release, NULL, 0 };
-		assert_int_equal(tpe_submit(p, blocker_call, &b[i], &f[i]), 0);
+		assert_int_equal(tpe_submit(p, tu_blocker_call, &b[i], &f[i]), 0);
 	}
 	s = tu_stats(p);
 	assert_int_equal(s.queued, 4);

@@ -9,21 +9,11 @@
  * tpe__submit_joined_hook, which the library calls under the pool's lock
  * just before the waiter sleeps: the test then acts on an exact state.
  */
-#include "fault.h"
+#define TU_FAULT_INJECTION /* this binary links the --wrap wrappers */
+#include "helpers.h"
 
 #include "engine/locked.h"
 #include "pool/pool.h"
-
-static int create_errno = EAGAIN;
-
-int
-__wrap_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
-    void *(*start)(void *), void *arg)
-{
-	if (fault_hit(&create_fault))
-		return create_errno;
-	return __real_pthread_create(thread, attr, start, arg);
-}
 
 /* ---- helpers ---------------------------------------------------------- */
 
@@ -113,13 +103,6 @@ waiter_join(struct waiter *w)
 	return w->rc;
 }
 
-static void *
-call_count(void *arg)
-{
-	__atomic_add_fetch((int *)arg, 1, __ATOMIC_SEQ_CST);
-	return arg;
-}
-
 /* Asserts the task of a returned tpe_submit_wait ran and gave arg. */
 static void
 assert_future_result(tpe_future_t *f, void *arg)
@@ -162,7 +145,7 @@ test_execute_wait_room(void **state)
 	(void)state;
 	assert_int_equal(tpe_execute_wait(p, tu_count_fn, &n, -1), 0);
 	assert_int_equal(tpe_execute_wait(p, tu_count_fn, &n, 0), 0);
-	assert_int_equal(tpe_submit_wait(p, call_count, &n, TU_S, &f), 0);
+	assert_int_equal(tpe_submit_wait(p, tu_count_call, &n, TU_S, &f), 0);
 	assert_future_result(f, &n);
 	assert_int_equal(tpe_destroy(p), 0);
 	assert_int_equal(n, 3);
@@ -179,7 +162,7 @@ waits_then_placed(tpe_t *p, size_t queued, bool submit)
 
 	w.arg = &n;
 	if (submit)
-		w.call = call_count;
+		w.call = tu_count_call;
 	tu_saturate(p, 1, queued, &sat);
 	waiter_start(&w);
 	assert_int_equal(tu_load(&n), 0);
@@ -193,22 +176,6 @@ waits_then_placed(tpe_t *p, size_t queued, bool submit)
 	assert_int_equal(s.rejected, 0);
 	assert_int_equal(s.submitted, 1 + queued + 1);
 	tu_saturation_destroy(&sat);
-}
-
-static void
-test_execute_wait_bounded(void **state)
-{
-	(void)state;
-	waits_then_placed(tu_pool(1, 1, TPE_QUEUE_BOUNDED, 1,
-	    TPE_REJECT_ABORT), 1, false);
-}
-
-static void
-test_submit_wait_bounded(void **state)
-{
-	(void)state;
-	waits_then_placed(tu_pool(1, 1, TPE_QUEUE_BOUNDED, 1,
-	    TPE_REJECT_CALLER_RUNS), 1, true);
 }
 
 /* The worker taking the queued task makes the room, while that task
@@ -246,27 +213,49 @@ test_execute_wait_room_after_take(void **state)
 	tu_latch_destroy(&g2);
 }
 
-/* Hand-off: the one worker is busy; it frees, goes idle, takes the task. */
-static void
-test_execute_wait_handoff(void **state)
-{
-	(void)state;
-	waits_then_placed(tu_pool(1, 1, TPE_QUEUE_HANDOFF, 0,
-	    TPE_REJECT_DISCARD), 0, false);
-	waits_then_placed(tu_pool(0, 1, TPE_QUEUE_HANDOFF, 0,
-	    TPE_REJECT_ABORT), 0, true);
-}
+/*
+ * Each way a pool can make a waiter wait and then place its task
+ * (waits_then_placed): one row a case, as the cases were named, each with
+ * its variants. Hand-off: the one worker is busy; it frees, goes idle,
+ * takes the task.
+ */
+struct placed_row {
+	const char *name;
+	struct {
+		struct tu_pool_opts pool;
+		size_t queued;
+		bool submit;
+	} v[2];
+	int nv;
+};
+
+static const struct placed_row placed_rows[] = {
+	{ "test_execute_wait_bounded", { { { .core = 1, .max = 1,
+	    .queue = TPE_QUEUE_BOUNDED, .capacity = 1 }, 1, false } }, 1 },
+	{ "test_submit_wait_bounded", { { { .core = 1, .max = 1,
+	    .queue = TPE_QUEUE_BOUNDED, .capacity = 1,
+	    .rejection = TPE_REJECT_CALLER_RUNS }, 1, true } }, 1 },
+	{ "test_execute_wait_handoff", {
+	    { { .core = 1, .max = 1, .queue = TPE_QUEUE_HANDOFF,
+		.rejection = TPE_REJECT_DISCARD }, 0, false },
+	    { { .core = 0, .max = 1, .queue = TPE_QUEUE_HANDOFF }, 0,
+		true } }, 2 },
+	{ "test_execute_wait_scale_first", {
+	    { { .core = 1, .max = 1, .queue = TPE_QUEUE_BOUNDED,
+		.capacity = 1, .policy = TPE_POLICY_SCALE_FIRST }, 1, false },
+	    { { .core = 0, .max = 1, .queue = TPE_QUEUE_HANDOFF,
+		.policy = TPE_POLICY_SCALE_FIRST }, 0, true } }, 2 },
+};
 
 static void
-test_execute_wait_scale_first(void **state)
+test_execute_wait_placed(void **state)
 {
-	(void)state;
-	waits_then_placed(tu_pool_with(&(struct tu_pool_opts){ .core = 1,
-	    .max = 1, .queue = TPE_QUEUE_BOUNDED, .capacity = 1,
-	    .policy = TPE_POLICY_SCALE_FIRST }), 1, false);
-	waits_then_placed(tu_pool_with(&(struct tu_pool_opts){ .core = 0,
-	    .max = 1, .queue = TPE_QUEUE_HANDOFF,
-	    .policy = TPE_POLICY_SCALE_FIRST }), 0, true);
+	const struct placed_row *row = *state;
+	int i;
+
+	for (i = 0; i < row->nv; i++)
+		waits_then_placed(tu_pool_with(&row->v[i].pool),
+		    row->v[i].queued, row->v[i].submit);
 }
 
 /* A pool of `threads` started workers, one of them parked as a reserved
@@ -349,7 +338,7 @@ test_execute_wait_never_waits(void **state)
 	p = tu_pool(1, 1, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
 	tu_saturate(p, 1, 2, &sat);
 	assert_int_equal(tpe_execute_wait(p, tu_count_fn, &n, 0), 0);
-	assert_int_equal(tpe_submit_wait(p, call_count, &n, 0, &f), 0);
+	assert_int_equal(tpe_submit_wait(p, tu_count_call, &n, 0, &f), 0);
 	tu_unsaturate(&sat);
 	assert_future_result(f, &n);
 	assert_int_equal(tpe_destroy(p), 0);
@@ -357,7 +346,7 @@ test_execute_wait_never_waits(void **state)
 
 	p = tu_pool(2, 2, TPE_QUEUE_PER_WORKER, 0, TPE_REJECT_ABORT);
 	assert_int_equal(tpe_execute_wait(p, tu_count_fn, &n, 0), 0);
-	assert_int_equal(tpe_submit_wait(p, call_count, &n, 0, &f), 0);
+	assert_int_equal(tpe_submit_wait(p, tu_count_call, &n, 0, &f), 0);
 	assert_future_result(f, &n);
 	assert_int_equal(tpe_destroy(p), 0);
 	assert_int_equal(n, 4);
@@ -388,7 +377,7 @@ test_execute_wait_remove_and_purge(void **state)
 
 	/* The waiter's task is queued now; cancel it and wait behind it. */
 	assert_int_equal(tpe_remove(p, tu_count_fn, &n), 0);
-	assert_int_equal(tpe_submit(p, call_count, &n, &queued), 0);
+	assert_int_equal(tpe_submit(p, tu_count_call, &n, &queued), 0);
 	waiter_start(&w);
 	assert_int_equal(tpe_future_cancel(queued), 0);
 	tpe_future_release(queued);
@@ -419,7 +408,7 @@ test_execute_wait_purge_two(void **state)
 	p = tu_pool(1, 1, TPE_QUEUE_BOUNDED, 2, TPE_REJECT_ABORT);
 	tu_saturate(p, 1, 0, &sat);
 	for (i = 0; i < 2; i++)
-		assert_int_equal(tpe_submit(p, call_count, &n, &f[i]), 0);
+		assert_int_equal(tpe_submit(p, tu_count_call, &n, &f[i]), 0);
 	for (i = 0; i < 2; i++) {
 		w[i] = (struct waiter){ .pool = p, .fn = tu_count_fn,
 		    .arg = &n, .timeout = -1 };
@@ -578,10 +567,10 @@ test_execute_wait_einval(void **state)
 	(void)state;
 	assert_int_equal(tpe_execute_wait(NULL, tu_count_fn, &n, -1), EINVAL);
 	assert_int_equal(tpe_execute_wait(p, NULL, &n, -1), EINVAL);
-	assert_int_equal(tpe_submit_wait(NULL, call_count, &n, -1, &f),
+	assert_int_equal(tpe_submit_wait(NULL, tu_count_call, &n, -1, &f),
 	    EINVAL);
 	assert_int_equal(tpe_submit_wait(p, NULL, &n, -1, &f), EINVAL);
-	assert_int_equal(tpe_submit_wait(p, call_count, &n, -1, NULL),
+	assert_int_equal(tpe_submit_wait(p, tu_count_call, &n, -1, NULL),
 	    EINVAL);
 	assert_null(f);
 	assert_int_equal(tpe_destroy(p), 0);
@@ -605,7 +594,7 @@ test_execute_wait_ecanceled(void **state)
 		assert_int_equal(tpe_shutdown(p), 0);
 		assert_int_equal(tpe_execute_wait(p, tu_count_fn, &n, -1),
 		    ECANCELED);
-		assert_int_equal(tpe_submit_wait(p, call_count, &n, -1, &f),
+		assert_int_equal(tpe_submit_wait(p, tu_count_call, &n, -1, &f),
 		    ECANCELED);
 		assert_int_equal(tpe_destroy(p), 0);
 	}
@@ -621,7 +610,7 @@ shutdown_wakes(bool now)
 	struct tu_saturation sat;
 	struct waiter w[2] = {
 		{ .fn = tu_count_fn, .timeout = -1 },
-		{ .call = call_count, .timeout = 10 * TU_S },
+		{ .call = tu_count_call, .timeout = 10 * TU_S },
 	};
 	struct tpe_stats s;
 	tpe_t *p;
@@ -676,13 +665,13 @@ test_execute_wait_timeout(void **state)
 	tu_saturate(p, 1, 1, &sat);
 	/* 0 polls: no wait, no line. */
 	assert_int_equal(tpe_execute_wait(p, tu_count_fn, &n, 0), ETIMEDOUT);
-	assert_int_equal(tpe_submit_wait(p, call_count, &n, 0, &f),
+	assert_int_equal(tpe_submit_wait(p, tu_count_call, &n, 0, &f),
 	    ETIMEDOUT);
 	/* Positive: waits in the line, then gives up. */
 	assert_int_equal(tpe_execute_wait(p, tu_count_fn, &n, TU_MS),
 	    ETIMEDOUT);
 	assert_joined();
-	assert_int_equal(tpe_submit_wait(p, call_count, &n, TU_MS, &f),
+	assert_int_equal(tpe_submit_wait(p, tu_count_call, &n, TU_MS, &f),
 	    ETIMEDOUT);
 	assert_joined();
 	assert_null(f);
@@ -696,68 +685,58 @@ test_execute_wait_timeout(void **state)
 	tu_saturation_destroy(&sat);
 }
 
-static void
-test_execute_wait_enomem(void **state)
-{
-	tpe_future_t *f = NULL;
-	tpe_t *p = tu_pool(1, 1, TPE_QUEUE_BOUNDED, 1, TPE_REJECT_ABORT);
-	int n = 0;
-
-	(void)state;
-	fault_arm(&malloc_fault, 0, -1, false);
-	assert_int_equal(tpe_execute_wait(p, tu_count_fn, &n, -1), ENOMEM);
-	assert_int_equal(tpe_submit_wait(p, call_count, &n, -1, &f), ENOMEM);
-	assert_true(fault_disarm(&malloc_fault) >= 2);
-	assert_null(f);
-	assert_int_equal(tpe_destroy(p), 0);
-	assert_int_equal(n, 0);
-}
-
-/* No worker alive and none can start: EAGAIN, not an endless wait. */
-static void
-test_execute_wait_no_thread(void **state)
-{
-	tpe_future_t *f = NULL;
-	tpe_t *p = tu_pool(0, 1, TPE_QUEUE_HANDOFF, 0, TPE_REJECT_ABORT);
-	int n = 0;
-
-	(void)state;
-	fault_arm(&create_fault, 0, -1, true);
-	assert_int_equal(tpe_execute_wait(p, tu_count_fn, &n, -1), EAGAIN);
-	assert_int_equal(tpe_submit_wait(p, call_count, &n, -1, &f), EAGAIN);
-	assert_true(fault_disarm(&create_fault) >= 2);
-	assert_int_equal(stats(p).rejected, 0);
-	assert_int_equal(tpe_destroy(p), 0);
-	assert_null(f);
-	assert_int_equal(n, 0);
-}
-
 /*
- * Scale-first on an unbounded queue refuses a task when no worker is idle
- * and none can start: tpe_execute then calls the rejection policy (here
- * caller-runs, which would run the task in this thread). A blocking submit
- * never does: EAGAIN, nothing ran. Before the fix the blocking calls took
- * every unbounded pool for one that never refuses and called tpe_execute
- * (found by tests/chaos under TSan: "ran inside a blocking submit").
+ * A blocking submit that cannot be carried out fails at once with the
+ * error, runs nothing and calls no rejection policy; with the fault gone,
+ * the same call is taken. One row per way to fail:
+ * - enomem: no memory for the task;
+ * - no_thread: no worker alive and none can start: EAGAIN, not an endless
+ *   wait;
+ * - scale_first_unbounded_no_thread: scale-first on an unbounded queue
+ *   refuses a task when no worker is idle and none can start: tpe_execute
+ *   then calls the rejection policy (here caller-runs, which would run the
+ *   task in this thread). A blocking submit never does: EAGAIN, nothing
+ *   ran. Before the fix the blocking calls took every unbounded pool for
+ *   one that never refuses and called tpe_execute (found by tests/chaos
+ *   under TSan: "ran inside a blocking submit").
  */
+struct failing_submit {
+	const char *name;
+	struct tu_pool_opts pool;
+	struct fault *fault;
+	bool any_thread;
+	int err;
+};
+
+static const struct failing_submit failing_submits[] = {
+	{ "test_execute_wait_enomem", { .core = 1, .max = 1,
+	    .queue = TPE_QUEUE_BOUNDED, .capacity = 1 }, &malloc_fault,
+	    false, ENOMEM },
+	{ "test_execute_wait_no_thread", { .core = 0, .max = 1,
+	    .queue = TPE_QUEUE_HANDOFF }, &create_fault, true, EAGAIN },
+	{ "test_execute_wait_scale_first_unbounded_no_thread", { .core = 1,
+	    .max = 2, .queue = TPE_QUEUE_UNBOUNDED,
+	    .policy = TPE_POLICY_SCALE_FIRST,
+	    .rejection = TPE_REJECT_CALLER_RUNS }, &create_fault, true,
+	    EAGAIN },
+};
+
 static void
-test_execute_wait_scale_first_unbounded_no_thread(void **state)
+test_execute_wait_fails(void **state)
 {
+	const struct failing_submit *c = *state;
 	tpe_future_t *f = NULL;
-	tpe_t *p = tu_pool_with(&(struct tu_pool_opts){ .core = 1, .max = 2,
-	    .queue = TPE_QUEUE_UNBOUNDED, .policy = TPE_POLICY_SCALE_FIRST,
-	    .rejection = TPE_REJECT_CALLER_RUNS });
+	tpe_t *p = tu_pool_with(&c->pool);
 	int n = 0;
 
-	(void)state;
-	fault_arm(&create_fault, 0, -1, true);
-	assert_int_equal(tpe_execute_wait(p, tu_count_fn, &n, -1), EAGAIN);
-	assert_int_equal(tpe_submit_wait(p, call_count, &n, -1, &f), EAGAIN);
-	assert_true(fault_disarm(&create_fault) >= 2);
+	fault_arm(c->fault, 0, -1, c->any_thread);
+	assert_int_equal(tpe_execute_wait(p, tu_count_fn, &n, -1), c->err);
+	assert_int_equal(tpe_submit_wait(p, tu_count_call, &n, -1, &f), c->err);
+	assert_true(fault_disarm(c->fault) >= 2);
 	assert_int_equal(n, 0);             /* not run here by the policy */
 	assert_null(f);
 	assert_int_equal(stats(p).rejected, 0);
-	/* With threads, the same calls are taken at once. */
+	/* Without the fault, the same calls are taken at once. */
 	assert_int_equal(tpe_execute_wait(p, tu_count_fn, &n, 0), 0);
 	assert_int_equal(tpe_destroy(p), 0);
 	assert_int_equal(n, 1);
@@ -1048,11 +1027,11 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_execute_wait_room),
-		cmocka_unit_test(test_execute_wait_bounded),
-		cmocka_unit_test(test_submit_wait_bounded),
+		TU_ROW_TEST(test_execute_wait_placed, &placed_rows[0]),
+		TU_ROW_TEST(test_execute_wait_placed, &placed_rows[1]),
 		cmocka_unit_test(test_execute_wait_room_after_take),
-		cmocka_unit_test(test_execute_wait_handoff),
-		cmocka_unit_test(test_execute_wait_scale_first),
+		TU_ROW_TEST(test_execute_wait_placed, &placed_rows[2]),
+		TU_ROW_TEST(test_execute_wait_placed, &placed_rows[3]),
 		cmocka_unit_test(test_execute_wait_never_waits),
 		cmocka_unit_test(test_execute_wait_reserved_thread),
 		cmocka_unit_test(test_execute_wait_remove_and_purge),
@@ -1065,9 +1044,9 @@ main(void)
 		cmocka_unit_test(test_execute_wait_shutdown_wakes),
 		cmocka_unit_test(test_execute_wait_shutdown_now_wakes),
 		cmocka_unit_test(test_execute_wait_timeout),
-		cmocka_unit_test(test_execute_wait_enomem),
-		cmocka_unit_test(test_execute_wait_no_thread),
-		cmocka_unit_test(test_execute_wait_scale_first_unbounded_no_thread),
+		TU_ROW_TEST(test_execute_wait_fails, &failing_submits[0]),
+		TU_ROW_TEST(test_execute_wait_fails, &failing_submits[1]),
+		TU_ROW_TEST(test_execute_wait_fails, &failing_submits[2]),
 		cmocka_unit_test(test_execute_wait_edeadlk),
 		cmocka_unit_test(test_execute_wait_edeadlk_last_worker),
 		cmocka_unit_test(test_execute_wait_edeadlk_after_shrink),

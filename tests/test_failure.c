@@ -9,14 +9,14 @@
  * accepted task is never left with nobody to run it.
  *
  * Linked with -Wl,--wrap=malloc,--wrap=calloc,--wrap=pthread_create: the
- * faults and the malloc and calloc wrappers are tests/fault.h's; the
- * pthread_create wrapper is below.
+ * faults and the wrappers are tests/helpers.h's (create_errno and
+ * create_around shape what a failed or let-through thread start does).
  */
 #define _GNU_SOURCE /* pthread_timedjoin_np */
 #include <string.h>
 
-#include "testutil.h"
-#include "fault.h"
+#define TU_FAULT_INJECTION /* this binary links the --wrap wrappers */
+#include "helpers.h"
 
 #include "engine/locked.h"
 #include "pool/node_cache.h"
@@ -24,28 +24,6 @@
 #include "pool/reserve.h"
 #include "base/sync.h"
 #include "pool/worker.h"
-
-/* ---- the wrappers ----------------------------------------------------- */
-
-/* The error an armed pthread_create fault returns (a test may change it). */
-static int create_errno = EAGAIN;
-
-/* A test's own pthread_create, called (when set) instead of the real one
- * for the calls the armed fault lets through, to build a state around a
- * thread start. */
-static int (*create_around)(pthread_t *thread, const pthread_attr_t *attr,
-    void *(*start)(void *), void *arg);
-
-int
-__wrap_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
-    void *(*start)(void *), void *arg)
-{
-	if (fault_hit(&create_fault))
-		return create_errno;
-	if (create_around != NULL)
-		return create_around(thread, attr, start, arg);
-	return __real_pthread_create(thread, attr, start, arg);
-}
 
 /* ---- helpers ---------------------------------------------------------- */
 
@@ -89,13 +67,6 @@ on_thread_fn(void *arg)
 		tu_latch_count_down(t->done);
 }
 
-static void *
-ret_arg_fn(void *arg)
-{
-	__atomic_add_fetch((int *)arg, 1, __ATOMIC_SEQ_CST);
-	return arg;
-}
-
 /* ---- (a) the first worker cannot be created --------------------------- */
 
 static void
@@ -112,7 +83,7 @@ first_worker_fails(size_t core, size_t max, enum tpe_queue_kind kind,
 	tu_latch_init(&done, 1);
 	fault_arm(&create_fault, 0, -1, false);
 	rc = tpe_execute(pool, tu_count_fn, &count);
-	rc2 = tpe_submit(pool, ret_arg_fn, &fcount, &f);
+	rc2 = tpe_submit(pool, tu_count_call, &fcount, &f);
 	assert_true(fault_disarm(&create_fault) >= 2);
 	assert_int_equal(rc, EAGAIN);
 	assert_int_equal(rc2, EAGAIN);
@@ -449,28 +420,47 @@ test_failure_create_enomem(void **state)
 	tpe_attr_destroy(a);
 }
 
-/* A task node cannot be allocated: ENOMEM, nothing counted, not run. */
+/*
+ * A task node (tpe_execute), or a future or its node (tpe_submit), cannot
+ * be allocated: ENOMEM, nothing counted, not run, *future untouched. One
+ * row a call, as the cases were named.
+ */
+struct enomem_row {
+	const char *name;
+	bool submit;
+};
+
+static const struct enomem_row enomem_rows[] = {
+	{ "test_failure_execute_enomem", false },
+	{ "test_failure_submit_enomem", true },
+};
+
 static void
-test_failure_execute_enomem(void **state)
+test_failure_call_enomem(void **state)
 {
+	const struct enomem_row *row = *state;
 	tpe_t *pool = tu_pool(1, 1, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
 	struct tu_saturation sat;
 	int count = 0;
+	tpe_future_t *sentinel = (tpe_future_t *)&count, *f;
 	struct tpe_stats s0, s;
+	void *res = NULL;
 	long k;
 	int rc;
 
-	(void)state;
 	tu_saturate(pool, 1, 0, &sat);
 	s0 = tu_stats(pool);
 	for (k = 0;; k++) {
+		f = sentinel;
 		fault_arm(&malloc_fault, k, 1, false);
-		rc = tpe_execute(pool, tu_count_fn, &count);
+		rc = row->submit ? tpe_submit(pool, tu_count_call, &count, &f) :
+		    tpe_execute(pool, tu_count_fn, &count);
 		if (fault_disarm(&malloc_fault) == 0) {
 			assert_int_equal(rc, 0);
 			break;
 		}
 		assert_int_equal(rc, ENOMEM);
+		assert_ptr_equal(f, sentinel);
 		s = tu_stats(pool);
 		assert_int_equal(s.submitted, s0.submitted);
 		assert_int_equal(s.queued, 0);
@@ -481,50 +471,14 @@ test_failure_execute_enomem(void **state)
 	assert_true(k >= 1);
 	assert_int_equal(tu_stats(pool).queued, 1);
 	tu_unsaturate(&sat);
+	if (row->submit) {
+		assert_ptr_not_equal(f, sentinel);
+		assert_int_equal(tpe_future_get(f, -1, &res), 0);
+		assert_ptr_equal(res, &count);
+		tpe_future_release(f);
+	}
 	finish(pool);
 	assert_int_equal(tu_load(&count), 1);   /* only the accepted call */
-	tu_saturation_destroy(&sat);
-}
-
-/* A future (or its node) cannot be allocated: ENOMEM, *future untouched. */
-static void
-test_failure_submit_enomem(void **state)
-{
-	tpe_t *pool = tu_pool(1, 1, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
-	struct tu_saturation sat;
-	int count = 0;
-	tpe_future_t *sentinel = (tpe_future_t *)&count, *f;
-	struct tpe_stats s0, s;
-	void *res = NULL;
-	long k;
-	int rc;
-
-	(void)state;
-	tu_saturate(pool, 1, 0, &sat);
-	s0 = tu_stats(pool);
-	for (k = 0;; k++) {
-		f = sentinel;
-		fault_arm(&malloc_fault, k, 1, false);
-		rc = tpe_submit(pool, ret_arg_fn, &count, &f);
-		if (fault_disarm(&malloc_fault) == 0) {
-			assert_int_equal(rc, 0);
-			break;
-		}
-		assert_int_equal(rc, ENOMEM);
-		assert_ptr_equal(f, sentinel);
-		s = tu_stats(pool);
-		assert_int_equal(s.submitted, s0.submitted);
-		assert_int_equal(s.queued, 0);
-		assert_true(k < 100);
-	}
-	assert_true(k >= 1);
-	assert_ptr_not_equal(f, sentinel);
-	tu_unsaturate(&sat);
-	assert_int_equal(tpe_future_get(f, -1, &res), 0);
-	assert_ptr_equal(res, &count);
-	tpe_future_release(f);
-	finish(pool);
-	assert_int_equal(tu_load(&count), 1);
 	tu_saturation_destroy(&sat);
 }
 
@@ -545,7 +499,7 @@ test_failure_submit_fresh_pool_every_allocation(void **state)
 	for (k = 0;; k++) {
 		f = sentinel;
 		fault_arm(&malloc_fault, k, -1, false);
-		rc = tpe_submit(pool, ret_arg_fn, &count, &f);
+		rc = tpe_submit(pool, tu_count_call, &count, &f);
 		if (fault_disarm(&malloc_fault) == 0) {
 			assert_int_equal(rc, 0);
 			break;
@@ -868,7 +822,7 @@ test_failure_wait_idle_woken_when_start_fails(void **state)
 	struct timespec deadline;
 
 	(void)state;
-	assert_int_equal(clock_gettime(CLOCK_REALTIME, &deadline), 0);
+	deadline = tu_deadline(60 * TU_S); /* for the join below */
 	tu_latch_init(&entered, 1);
 	tu_latch_init(&may_fail, 1);
 	create_entered = &entered;
@@ -887,7 +841,6 @@ test_failure_wait_idle_woken_when_start_fails(void **state)
 	assert_int_equal(pthread_join(ex.thread, NULL), 0);
 	create_around = NULL;
 	/* Bounded only so that a missed wake-up fails this test alone. */
-	deadline.tv_sec += 60;
 	assert_int_equal(pthread_timedjoin_np(wi.thread, NULL, &deadline), 0);
 	assert_int_equal(ex.rc, EAGAIN);
 	assert_int_equal(wi.rc, 0);
@@ -916,7 +869,7 @@ create_error_is_eagain(int err)
 	create_errno = err;
 	fault_arm(&create_fault, 0, -1, false);
 	rc_ex = tpe_execute(pool, tu_count_fn, &count);
-	rc_sub = tpe_submit(pool, ret_arg_fn, &count, &f);
+	rc_sub = tpe_submit(pool, tu_count_call, &count, &f);
 	rc_pre = tpe_prestart_core_threads(pool, &started);
 	fault_disarm(&create_fault);
 	create_errno = EAGAIN;
@@ -951,7 +904,7 @@ test_failure_shutdown_refusal_needs_no_memory(void **state)
 	(void)state;
 	assert_int_equal(tpe_shutdown(pool), 0);
 	fault_arm(&malloc_fault, 0, -1, false);
-	rc_sub = tpe_submit(pool, ret_arg_fn, &count, &f);
+	rc_sub = tpe_submit(pool, tu_count_call, &count, &f);
 	rc_ex = tpe_execute(pool, tu_count_fn, &count);
 	fault_disarm(&malloc_fault);
 	assert_int_equal(rc_sub, ECANCELED);
@@ -1135,8 +1088,8 @@ main(void)
 		cmocka_unit_test(test_failure_create_fails_for_noncore_worker),
 		cmocka_unit_test(test_failure_attr_create_enomem),
 		cmocka_unit_test(test_failure_create_enomem),
-		cmocka_unit_test(test_failure_execute_enomem),
-		cmocka_unit_test(test_failure_submit_enomem),
+		TU_ROW_TEST(test_failure_call_enomem, &enomem_rows[0]),
+		TU_ROW_TEST(test_failure_call_enomem, &enomem_rows[1]),
 		cmocka_unit_test(test_failure_submit_fresh_pool_every_allocation),
 		cmocka_unit_test(test_failure_second_worker_alloc_fails_task_kept),
 		cmocka_unit_test(test_failure_prestart_partial),

@@ -13,7 +13,7 @@
 #include <sys/types.h>
 #include <sys/wait.h>
 
-#include "testutil.h"
+#include "helpers.h"
 
 /*
  * White-box checks where the library's internal headers are on the include
@@ -92,13 +92,6 @@ hook_cb(tpe_t *pool, void *ctx)
 	__atomic_add_fetch(&hook_calls, 1, __ATOMIC_SEQ_CST);
 }
 
-static void *
-ret_arg_fn(void *arg)
-{
-	__atomic_add_fetch((int *)arg, 1, __ATOMIC_SEQ_CST);
-	return arg;
-}
-
 /* Waits for the child; returns its exit code, or 200 + signal number. */
 static int
 child_status(pid_t pid)
@@ -134,7 +127,7 @@ child_new_pool_works(int base)
 	if (tpe_execute(p, tu_blocker_fn, &t) != 0)
 		return base + 1;
 	tu_latch_wait(&done);
-	if (tpe_submit(p, ret_arg_fn, &count, &f) != 0)
+	if (tpe_submit(p, tu_count_call, &count, &f) != 0)
 		return base + 2;
 	if (tpe_future_get(f, -1, &res) != 0 || res != &count)
 		return base + 3;
@@ -164,7 +157,7 @@ child_checks(tpe_t *pool, tpe_future_t *f, int *counts, int ncounts,
 	tu_time_bound(5); /* alarms are not inherited: bound the child too */
 	if (tpe_execute(pool, tu_count_fn, &dummy) != ECANCELED)
 		return 10;
-	if (tpe_submit(pool, ret_arg_fn, &dummy, &g) != ECANCELED)
+	if (tpe_submit(pool, tu_count_call, &dummy, &g) != ECANCELED)
 		return 11;
 	if (g != (tpe_future_t *)&s)
 		return 12;
@@ -230,7 +223,7 @@ test_fork_child_sees_terminated_pool(void **state)
 
 	tu_saturate(pool, 1, 0, &sat);
 	tu_fill_queue(pool, N, tu_count_fn, counts, sizeof(counts[0]));
-	assert_int_equal(tpe_submit(pool, ret_arg_fn, &fcount, &f), 0);
+	assert_int_equal(tpe_submit(pool, tu_count_call, &fcount, &f), 0);
 	assert_int_equal(tu_stats(pool).queued, N + 1);
 
 	pid = fork();
@@ -586,7 +579,7 @@ test_fork_future_waited_on_in_parent(void **state)
 	tu_latch_init(&ready, 1);
 	pool = tu_pool(1, 1, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
 	tu_saturate(pool, 1, 0, &sat);
-	assert_int_equal(tpe_submit(pool, ret_arg_fn, &fcount, &f), 0);
+	assert_int_equal(tpe_submit(pool, tu_count_call, &fcount, &f), 0);
 	w.f = f;
 	w.ready = &ready;
 	w.rc = -1;
@@ -713,12 +706,6 @@ forking_task(void *arg)
 		return; /* back into the library, in the child */
 	}
 	k->child = pid;
-}
-
-static void *
-forking_call_nop(void *arg)
-{
-	return arg;
 }
 
 static void *
@@ -925,7 +912,7 @@ test_fork_child_destroy_frees_forking_task(void **state)
 	assert_int_equal(tpe_execute(k.pool, leak_forking_task, &k), 0);
 	for (i = 0; i < 3; i++)
 		assert_int_equal(tpe_execute(k.pool, tu_count_fn, &count), 0);
-	assert_int_equal(tpe_submit(k.pool, forking_call_nop, NULL, &f), 0);
+	assert_int_equal(tpe_submit(k.pool, tu_nop_call, NULL, &f), 0);
 	assert_int_equal(sem_post(&k.go), 0);
 	assert_int_equal(tpe_wait_idle(k.pool, -1), 0);
 	assert_true(k.child > 0);

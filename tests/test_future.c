@@ -10,7 +10,7 @@
  */
 #include <string.h>
 
-#include "testutil.h"
+#include "helpers.h"
 
 /* ---- helpers ---------------------------------------------------------- */
 
@@ -35,46 +35,6 @@ callable_fn(void *arg)
 		tu_latch_wait(c->release);
 	c->payload = 42;
 	return c->value;
-}
-
-/* Records discard-callback calls. */
-struct discard_log {
-	pthread_mutex_t lock;
-	int n;
-	tpe_fn fn[16];
-	void *arg[16];
-};
-
-static void
-discard_log_init(struct discard_log *l)
-{
-	memset(l, 0, sizeof(*l));
-	pthread_mutex_init(&l->lock, NULL);
-}
-
-static void
-discard_fn(tpe_fn fn, void *arg, void *ctx)
-{
-	struct discard_log *l = ctx;
-
-	pthread_mutex_lock(&l->lock);
-	if (l->n < 16) {
-		l->fn[l->n] = fn;
-		l->arg[l->n] = arg;
-	}
-	l->n++;
-	pthread_mutex_unlock(&l->lock);
-}
-
-static int
-discard_count(struct discard_log *l)
-{
-	int n;
-
-	pthread_mutex_lock(&l->lock);
-	n = l->n;
-	pthread_mutex_unlock(&l->lock);
-	return n;
 }
 
 /* A thread waiting on a future. */
@@ -286,9 +246,9 @@ test_future_timed_get_huge_timeout(void **state)
 static void
 test_future_cancel_before_run(void **state)
 {
-	struct discard_log log;
+	struct tu_handbacks log;
 	tpe_t *pool = tu_pool_with(&(struct tu_pool_opts){ .core = 1, .max = 1,
-	    .discard = discard_fn, .discard_ctx = &log });
+	    .discard = tu_handback_fn, .discard_ctx = &log });
 	struct tu_saturation sat;
 	struct callable c = { NULL, NULL, (void *)0x99, 0, 0 };
 	tpe_future_t *f;
@@ -296,7 +256,7 @@ test_future_cancel_before_run(void **state)
 	struct tpe_stats s;
 
 	(void)state;
-	discard_log_init(&log);
+	tu_handbacks_init(&log);
 	tu_saturate(pool, 1, 0, &sat);
 	assert_int_equal(tpe_submit(pool, callable_fn, &c, &f), 0);
 	assert_false(tpe_future_is_done(f));
@@ -315,7 +275,7 @@ test_future_cancel_before_run(void **state)
 	/* Item 90: it stays queued until a worker dequeues it as a no-op. */
 	s = tu_stats(pool);
 	assert_int_equal(s.queued, 1);
-	assert_int_equal(discard_count(&log), 0);
+	assert_int_equal(tu_handbacks_count(&log), 0);
 	tu_unsaturate(&sat);
 	assert_int_equal(tpe_shutdown(pool), 0);
 	assert_int_equal(tpe_await_termination(pool, -1), 0);
@@ -323,7 +283,7 @@ test_future_cancel_before_run(void **state)
 	s = tu_stats(pool);
 	assert_int_equal(s.submitted, 2);
 	assert_int_equal(s.completed, 2);  /* the no-op counts as completed */
-	assert_int_equal(discard_count(&log), 1);
+	assert_int_equal(tu_handbacks_count(&log), 1);
 	assert_null(log.fn[0]);
 	assert_ptr_equal(log.arg[0], &c);
 	assert_int_equal(tpe_future_cancel(f), 0);
@@ -334,35 +294,11 @@ test_future_cancel_before_run(void **state)
 }
 
 /* A cancelled no-op dequeued by a live pool: hooks not run, later tasks run. */
-struct hook_counts {
-	int before, after;   /* atomic */
-};
-
-static void
-count_before(tpe_t *pool, tpe_fn fn, void *arg, void *ctx)
-{
-	(void)pool;
-	(void)fn;
-	(void)arg;
-	__atomic_add_fetch(&((struct hook_counts *)ctx)->before, 1,
-	    __ATOMIC_SEQ_CST);
-}
-
-static void
-count_after(tpe_t *pool, tpe_fn fn, void *arg, void *ctx)
-{
-	(void)pool;
-	(void)fn;
-	(void)arg;
-	__atomic_add_fetch(&((struct hook_counts *)ctx)->after, 1,
-	    __ATOMIC_SEQ_CST);
-}
-
 static void
 test_future_cancelled_queued_task_is_noop(void **state)
 {
-	struct discard_log log;
-	struct hook_counts hc = { 0, 0 };
+	struct tu_handbacks log;
+	struct tu_hook_counts hc = { 0 };
 	struct tu_saturation sat;
 	struct tu_latch done;
 	struct tu_blocker last = { NULL, NULL, &done, 0 };
@@ -372,11 +308,11 @@ test_future_cancelled_queued_task_is_noop(void **state)
 	tpe_t *pool;
 
 	(void)state;
-	discard_log_init(&log);
+	tu_handbacks_init(&log);
 	tu_latch_init(&done, 1);
 	pool = tu_pool_with(&(struct tu_pool_opts){ .core = 1, .max = 1,
-	    .discard = discard_fn, .discard_ctx = &log,
-	    .before = count_before, .after = count_after,
+	    .discard = tu_handback_fn, .discard_ctx = &log,
+	    .before = tu_count_before, .after = tu_count_after,
 	    .task_hooks_ctx = &hc });
 
 	tu_saturate(pool, 1, 0, &sat);
@@ -392,7 +328,7 @@ test_future_cancelled_queued_task_is_noop(void **state)
 	assert_int_equal(tu_ran(&c1), 0);
 	assert_int_equal(tu_ran(&c2), 1);
 	assert_true(TU_EVENTUALLY(tu_stats(pool).completed == 4, 10 * TU_S));
-	assert_true(TU_EVENTUALLY(discard_count(&log) == 1, 10 * TU_S));
+	assert_true(TU_EVENTUALLY(tu_handbacks_count(&log) == 1, 10 * TU_S));
 	assert_null(log.fn[0]);
 	assert_ptr_equal(log.arg[0], &c1);
 	assert_int_equal(tpe_shutdown(pool), 0);
@@ -401,7 +337,7 @@ test_future_cancelled_queued_task_is_noop(void **state)
 	assert_int_equal(__atomic_load_n(&hc.before, __ATOMIC_SEQ_CST), 3);
 	assert_int_equal(__atomic_load_n(&hc.after, __ATOMIC_SEQ_CST), 3);
 	assert_int_equal(tu_stats(pool).completed, 4);
-	assert_int_equal(discard_count(&log), 1);
+	assert_int_equal(tu_handbacks_count(&log), 1);
 	tpe_future_release(f1);
 	tpe_future_release(f2);
 	assert_int_equal(tpe_destroy(pool), 0);
@@ -592,20 +528,20 @@ test_future_release_while_queued(void **state)
 static void
 test_future_release_then_shutdown_now(void **state)
 {
-	struct discard_log log;
+	struct tu_handbacks log;
 	tpe_t *pool = tu_pool_with(&(struct tu_pool_opts){ .core = 1, .max = 1,
-	    .discard = discard_fn, .discard_ctx = &log });
+	    .discard = tu_handback_fn, .discard_ctx = &log });
 	struct tu_saturation sat;
 	struct callable c = { NULL, NULL, NULL, 0, 0 };
 	tpe_future_t *f;
 
 	(void)state;
-	discard_log_init(&log);
+	tu_handbacks_init(&log);
 	tu_saturate(pool, 1, 0, &sat);
 	assert_int_equal(tpe_submit(pool, callable_fn, &c, &f), 0);
 	tpe_future_release(f);
 	assert_int_equal(tpe_shutdown_now(pool, NULL, NULL), 0);
-	assert_int_equal(discard_count(&log), 1);
+	assert_int_equal(tu_handbacks_count(&log), 1);
 	assert_null(log.fn[0]);
 	assert_ptr_equal(log.arg[0], &c);
 	tu_unsaturate(&sat);
@@ -650,7 +586,7 @@ test_future_null_arguments(void **state)
 static void
 test_future_rejection_policies(void **state)
 {
-	struct discard_log log;
+	struct tu_handbacks log;
 	struct tu_saturation sat;
 	struct callable queued = { NULL, NULL, (void *)1, 0, 0 };
 	struct callable extra = { NULL, NULL, (void *)2, 0, 0 };
@@ -664,10 +600,10 @@ test_future_rejection_policies(void **state)
 	for (r = 0; r < 4; r++) {
 		tpe_t *pool = tu_pool_with(&(struct tu_pool_opts){ .core = 1,
 		    .max = 1, .queue = TPE_QUEUE_BOUNDED, .capacity = 1,
-		    .rejection = rejs[r], .discard = discard_fn,
+		    .rejection = rejs[r], .discard = tu_handback_fn,
 		    .discard_ctx = &log });
 
-		discard_log_init(&log);
+		tu_handbacks_init(&log);
 		queued.ran = extra.ran = 0;
 		tu_saturate(pool, 1, 0, &sat);
 		assert_int_equal(tpe_submit(pool, callable_fn, &queued, &fq), 0);
@@ -695,7 +631,7 @@ test_future_rejection_policies(void **state)
 			assert_true(tpe_future_is_done(fx));
 			assert_int_equal(tpe_future_get(fx, -1, &res),
 			    ECANCELED);
-			assert_int_equal(discard_count(&log), 1);
+			assert_int_equal(tu_handbacks_count(&log), 1);
 			assert_null(log.fn[0]);
 			assert_ptr_equal(log.arg[0], &extra);
 			break;
@@ -706,7 +642,7 @@ test_future_rejection_policies(void **state)
 			assert_int_equal(tpe_future_get(fq, -1, &res),
 			    ECANCELED);
 			assert_false(tpe_future_is_done(fx));
-			assert_int_equal(discard_count(&log), 1);
+			assert_int_equal(tu_handbacks_count(&log), 1);
 			assert_null(log.fn[0]);
 			assert_ptr_equal(log.arg[0], &queued);
 			break;

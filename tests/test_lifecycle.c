@@ -13,7 +13,7 @@
 #include <semaphore.h>
 #include <string.h>
 
-#include "testutil.h"
+#include "helpers.h"
 
 /* ---- helpers ---------------------------------------------------------- */
 
@@ -643,13 +643,6 @@ test_lifecycle_shutdown_now_no_callback_drops(void **state)
 	tu_saturation_destroy(&sat);
 }
 
-static void *
-ret_arg_fn(void *arg)
-{
-	__atomic_add_fetch((int *)arg, 1, __ATOMIC_SEQ_CST);
-	return arg;
-}
-
 static void
 test_lifecycle_shutdown_now_cancels_futures(void **state)
 {
@@ -663,9 +656,9 @@ test_lifecycle_shutdown_now_cancels_futures(void **state)
 	(void)state;
 	hb_init(&log, pool);
 	tu_saturate(pool, 1, 0, &sat);
-	assert_int_equal(tpe_submit(pool, ret_arg_fn, &counts[0], &f0), 0);
+	assert_int_equal(tpe_submit(pool, tu_count_call, &counts[0], &f0), 0);
 	assert_int_equal(tpe_execute(pool, tu_count_fn, &counts[1]), 0);
-	assert_int_equal(tpe_submit(pool, ret_arg_fn, &counts[2], &f2), 0);
+	assert_int_equal(tpe_submit(pool, tu_count_call, &counts[2], &f2), 0);
 
 	assert_int_equal(tpe_shutdown_now(pool, hb_fn, &log), 0);
 	assert_int_equal(hb_count(&log), 3);
@@ -777,7 +770,7 @@ refused_after_shutdown(enum tpe_rejection rej, bool custom, bool now)
 	custom_calls = 0;
 	log.n = 0;
 	assert_int_equal(tpe_execute(pool, tu_count_fn, &extra), ECANCELED);
-	assert_int_equal(tpe_submit(pool, ret_arg_fn, &extra, &f), ECANCELED);
+	assert_int_equal(tpe_submit(pool, tu_count_call, &extra, &f), ECANCELED);
 	assert_ptr_equal(f, (tpe_future_t *)&extra);  /* not written */
 	assert_false(tpe_is_terminated(pool));
 	assert_int_equal(tu_load(&extra), 0);          /* not run in caller */
@@ -791,7 +784,7 @@ refused_after_shutdown(enum tpe_rejection rej, bool custom, bool now)
 	tu_unsaturate(&sat);
 	assert_int_equal(tpe_await_termination(pool, -1), 0);
 	assert_int_equal(tpe_execute(pool, tu_count_fn, &extra), ECANCELED);
-	assert_int_equal(tpe_submit(pool, ret_arg_fn, &extra, &f), ECANCELED);
+	assert_int_equal(tpe_submit(pool, tu_count_call, &extra, &f), ECANCELED);
 	assert_ptr_equal(f, (tpe_future_t *)&extra);
 	assert_int_equal(tu_load(&extra), 0);
 	assert_int_equal(__atomic_load_n(&custom_calls, __ATOMIC_SEQ_CST), 0);
@@ -802,38 +795,36 @@ refused_after_shutdown(enum tpe_rejection rej, bool custom, bool now)
 	tu_saturation_destroy(&sat);
 }
 
-static void
-test_lifecycle_refused_after_shutdown_abort(void **state)
-{
-	(void)state;
-	refused_after_shutdown(TPE_REJECT_ABORT, false, false);
-	refused_after_shutdown(TPE_REJECT_ABORT, false, true);
-}
+/* Each policy (or a custom handler), after tpe_shutdown and after
+ * tpe_shutdown_now: one row a case, as the cases were named. */
+struct refused_row {
+	const char *name;
+	enum tpe_rejection rej[2];
+	int nrej;
+	bool custom;
+};
+
+static const struct refused_row refused_rows[] = {
+	{ "test_lifecycle_refused_after_shutdown_abort",
+	    { TPE_REJECT_ABORT }, 1, false },
+	{ "test_lifecycle_refused_after_shutdown_caller_runs",
+	    { TPE_REJECT_CALLER_RUNS }, 1, false },
+	{ "test_lifecycle_refused_after_shutdown_discard",
+	    { TPE_REJECT_DISCARD, TPE_REJECT_DISCARD_OLDEST }, 2, false },
+	{ "test_lifecycle_refused_after_shutdown_custom_handler",
+	    { TPE_REJECT_ABORT }, 1, true },
+};
 
 static void
-test_lifecycle_refused_after_shutdown_caller_runs(void **state)
+test_lifecycle_refused_after_shutdown(void **state)
 {
-	(void)state;
-	refused_after_shutdown(TPE_REJECT_CALLER_RUNS, false, false);
-	refused_after_shutdown(TPE_REJECT_CALLER_RUNS, false, true);
-}
+	const struct refused_row *row = *state;
+	int i;
 
-static void
-test_lifecycle_refused_after_shutdown_discard(void **state)
-{
-	(void)state;
-	refused_after_shutdown(TPE_REJECT_DISCARD, false, false);
-	refused_after_shutdown(TPE_REJECT_DISCARD, false, true);
-	refused_after_shutdown(TPE_REJECT_DISCARD_OLDEST, false, false);
-	refused_after_shutdown(TPE_REJECT_DISCARD_OLDEST, false, true);
-}
-
-static void
-test_lifecycle_refused_after_shutdown_custom_handler(void **state)
-{
-	(void)state;
-	refused_after_shutdown(TPE_REJECT_ABORT, true, false);
-	refused_after_shutdown(TPE_REJECT_ABORT, true, true);
+	for (i = 0; i < row->nrej; i++) {
+		refused_after_shutdown(row->rej[i], row->custom, false);
+		refused_after_shutdown(row->rej[i], row->custom, true);
+	}
 }
 
 /* ---- idle and running workers on shutdown (items 49, 50) ------------- */
@@ -912,21 +903,39 @@ observer_fn(void *arg)
 	__atomic_store_n(&o->finished, 1, __ATOMIC_SEQ_CST);
 }
 
+/* Neither shutdown interrupts a running task, or ends the pool under it:
+ * one row each, as the cases were named. */
+struct undisturbed_row {
+	const char *name;
+	size_t size;               /* core and max */
+	bool now;                  /* tpe_shutdown_now, else tpe_shutdown */
+};
+
+static const struct undisturbed_row undisturbed_rows[] = {
+	{ "test_lifecycle_shutdown_does_not_disturb_running_task", 2, false },
+	{ "test_lifecycle_shutdown_now_does_not_disturb_running_task", 1,
+	    true },
+};
+
 static void
-test_lifecycle_shutdown_does_not_disturb_running_task(void **state)
+test_lifecycle_shutdown_undisturbed(void **state)
 {
-	tpe_t *pool = tu_pool(2, 2, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
+	const struct undisturbed_row *row = *state;
+	tpe_t *pool = tu_pool(row->size, row->size, TPE_QUEUE_UNBOUNDED, 0,
+	    TPE_REJECT_ABORT);
 	struct observer o;
 	struct tpe_stats s;
 
-	(void)state;
 	memset(&o, 0, sizeof(o));
 	tu_latch_init(&o.started, 1);
 	tu_latch_init(&o.release, 1);
 	o.pool = pool;
 	assert_int_equal(tpe_execute(pool, observer_fn, &o), 0);
 	tu_latch_wait(&o.started);
-	assert_int_equal(tpe_shutdown(pool), 0);
+	if (row->now)
+		assert_int_equal(tpe_shutdown_now(pool, NULL, NULL), 0);
+	else
+		assert_int_equal(tpe_shutdown(pool), 0);
 	s = tu_stats(pool);
 	assert_int_equal(s.active, 1);
 	assert_int_equal(s.pool_size, 1);
@@ -937,32 +946,6 @@ test_lifecycle_shutdown_does_not_disturb_running_task(void **state)
 	assert_int_equal(__atomic_load_n(&o.finished, __ATOMIC_SEQ_CST), 1);
 	assert_true(o.saw_shutdown);
 	assert_false(o.saw_terminated);
-	assert_terminated(pool, 1, 1);
-	assert_int_equal(tpe_destroy(pool), 0);
-	tu_latch_destroy(&o.started);
-	tu_latch_destroy(&o.release);
-}
-
-static void
-test_lifecycle_shutdown_now_does_not_disturb_running_task(void **state)
-{
-	tpe_t *pool = tu_pool(1, 1, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
-	struct observer o;
-
-	(void)state;
-	memset(&o, 0, sizeof(o));
-	tu_latch_init(&o.started, 1);
-	tu_latch_init(&o.release, 1);
-	o.pool = pool;
-	assert_int_equal(tpe_execute(pool, observer_fn, &o), 0);
-	tu_latch_wait(&o.started);
-	assert_int_equal(tpe_shutdown_now(pool, NULL, NULL), 0);
-	assert_int_equal(tu_stats(pool).active, 1);
-	assert_false(tpe_is_terminated(pool));
-	tu_latch_count_down(&o.release);
-	assert_int_equal(tpe_await_termination(pool, -1), 0);
-	assert_int_equal(__atomic_load_n(&o.finished, __ATOMIC_SEQ_CST), 1);
-	assert_true(o.saw_shutdown);
 	assert_terminated(pool, 1, 1);
 	assert_int_equal(tpe_destroy(pool), 0);
 	tu_latch_destroy(&o.started);
@@ -1178,6 +1161,18 @@ race_round(struct race *r, tpe_attr_t *a, int mode)
 	assert_int_equal(st.queued, 0);
 }
 
+/* A race of `nthreads` submitters of `per_thread` tasks each. */
+static void
+race_init(struct race *r, int nthreads, int per_thread)
+{
+	memset(r, 0, sizeof(*r));
+	r->nthreads = nthreads;
+	r->per_thread = per_thread;
+	r->slots = calloc((size_t)nthreads * (size_t)per_thread,
+	    sizeof(*r->slots));
+	assert_non_null(r->slots);
+}
+
 static void
 test_lifecycle_disposition_invariant_race(void **state)
 {
@@ -1187,11 +1182,7 @@ test_lifecycle_disposition_invariant_race(void **state)
 	int round;
 
 	(void)state;
-	memset(&r, 0, sizeof(r));
-	r.nthreads = NTH;
-	r.per_thread = PER;
-	r.slots = calloc((size_t)NTH * PER, sizeof(*r.slots));
-	assert_non_null(r.slots);
+	race_init(&r, NTH, PER);
 	for (round = 0; round < ROUNDS; round++) {
 		static const enum tpe_queue_kind kinds[3] = {
 			TPE_QUEUE_UNBOUNDED, TPE_QUEUE_BOUNDED, TPE_QUEUE_HANDOFF
@@ -1226,11 +1217,7 @@ test_lifecycle_shutdown_now_execute_race(void **state)
 	int i;
 
 	(void)state;
-	memset(&r, 0, sizeof(r));
-	r.nthreads = NTH;
-	r.per_thread = PER;
-	r.slots = calloc((size_t)NTH * PER, sizeof(*r.slots));
-	assert_non_null(r.slots);
+	race_init(&r, NTH, PER);
 	a = tu_attr_with(&(struct tu_pool_opts){ .core = 10, .max = 10,
 	    .queue = TPE_QUEUE_BOUNDED, .capacity = 10,
 	    .keep_alive = 3 * 86400 * TU_S });
@@ -1244,6 +1231,49 @@ test_lifecycle_shutdown_now_execute_race(void **state)
 }
 
 /* ---- remove / purge let a shut-down pool terminate (item 63) ---------- */
+
+/*
+ * The state of item 63: P(1,1,ABQ(10)) with a terminated hook and a
+ * discard log; queue emptied while its worker runs; the running task let
+ * go, then the termination.
+ */
+static tpe_t *
+item63_pool(struct hook_state *h, struct handback_log *log)
+{
+	memset(h, 0, sizeof(*h));
+	hb_init(log, NULL);
+	return tu_pool_with(&(struct tu_pool_opts){ .core = 1, .max = 1,
+	    .queue = TPE_QUEUE_BOUNDED, .capacity = 10,
+	    .terminated = hook_fn, .terminated_ctx = h,
+	    .discard = hb_fn, .discard_ctx = log });
+}
+
+/* Queue empty, but the worker still runs: not terminated yet. */
+static void
+item63_emptied_still_running(tpe_t *pool, struct hook_state *h)
+{
+	struct tpe_stats s = tu_stats(pool);
+
+	assert_int_equal(s.queued, 0);
+	assert_int_equal(s.pool_size, 1);
+	assert_int_equal(s.active, 1);
+	assert_false(tpe_is_terminated(pool));
+	assert_int_equal(tpe_await_termination(pool, 0), ETIMEDOUT);
+	assert_int_equal(__atomic_load_n(&h->calls, __ATOMIC_SEQ_CST), 0);
+}
+
+static void
+item63_terminates(tpe_t *pool, struct hook_state *h,
+    struct tu_saturation *sat)
+{
+	tu_unsaturate(sat);
+	/* Bounded: a queue that did not really empty would hang here. */
+	assert_int_equal(tpe_await_termination(pool, 10 * TU_S), 0);
+	assert_true(tpe_is_terminated(pool));
+	assert_int_equal(__atomic_load_n(&h->calls, __ATOMIC_SEQ_CST), 1);
+	assert_false(pthread_equal(h->thread, pthread_self()));
+	assert_hook_saw_tidying(h);
+}
 
 /*
  * Item 63 with tpe_remove: P(1,1) shut down while its only worker is
@@ -1260,16 +1290,10 @@ test_lifecycle_remove_empties_queue_then_terminates(void **state)
 	int counts[2] = { 0 };
 	struct handback_log log;
 	struct hook_state h;
-	struct tpe_stats s;
 	tpe_t *pool;
 
 	(void)state;
-	memset(&h, 0, sizeof(h));
-	hb_init(&log, NULL);
-	pool = tu_pool_with(&(struct tu_pool_opts){ .core = 1, .max = 1,
-	    .queue = TPE_QUEUE_BOUNDED, .capacity = 10,
-	    .terminated = hook_fn, .terminated_ctx = &h,
-	    .discard = hb_fn, .discard_ctx = &log });
+	pool = item63_pool(&h, &log);
 	tu_saturate(pool, 1, 0, &sat);
 	tu_fill_queue(pool, 2, tu_count_fn, counts, sizeof(counts[0]));
 	assert_int_equal(tpe_shutdown(pool), 0);
@@ -1280,23 +1304,10 @@ test_lifecycle_remove_empties_queue_then_terminates(void **state)
 	assert_false(tpe_is_terminated(pool));
 	assert_int_equal(tpe_remove(pool, tu_count_fn, &counts[0]), 0);
 	assert_int_equal(tpe_remove(pool, tu_count_fn, &counts[0]), ENOENT);
-	/* Queue empty, but the worker still runs: not terminated yet. */
-	s = tu_stats(pool);
-	assert_int_equal(s.queued, 0);
-	assert_int_equal(s.pool_size, 1);
-	assert_int_equal(s.active, 1);
-	assert_false(tpe_is_terminated(pool));
-	assert_int_equal(tpe_await_termination(pool, 0), ETIMEDOUT);
-	assert_int_equal(__atomic_load_n(&h.calls, __ATOMIC_SEQ_CST), 0);
+	item63_emptied_still_running(pool, &h);
 	assert_int_equal(hb_count(&log), 0);
 
-	tu_unsaturate(&sat);
-	/* Bounded: a queue that did not really empty would hang here. */
-	assert_int_equal(tpe_await_termination(pool, 10 * TU_S), 0);
-	assert_true(tpe_is_terminated(pool));
-	assert_int_equal(__atomic_load_n(&h.calls, __ATOMIC_SEQ_CST), 1);
-	assert_false(pthread_equal(h.thread, pthread_self()));
-	assert_hook_saw_tidying(&h);
+	item63_terminates(pool, &h, &sat);
 	/* Removed tasks stay accepted but are not completed. */
 	assert_terminated(pool, 3, 1);
 	assert_int_equal(tu_load(&counts[0]), 0);
@@ -1323,23 +1334,17 @@ test_lifecycle_purge_empties_queue_then_terminates(void **state)
 	struct handback_log log;
 	struct hook_state h;
 	tpe_future_t *f[2];
-	struct tpe_stats s;
 	tpe_t *pool;
 	size_t purged;
 	void *res;
 	int i;
 
 	(void)state;
-	memset(&h, 0, sizeof(h));
-	hb_init(&log, NULL);
-	pool = tu_pool_with(&(struct tu_pool_opts){ .core = 1, .max = 1,
-	    .queue = TPE_QUEUE_BOUNDED, .capacity = 10,
-	    .terminated = hook_fn, .terminated_ctx = &h,
-	    .discard = hb_fn, .discard_ctx = &log });
+	pool = item63_pool(&h, &log);
 	log.pool = pool;
 	tu_saturate(pool, 1, 0, &sat);
 	for (i = 0; i < 2; i++)
-		assert_int_equal(tpe_submit(pool, ret_arg_fn, &counts[i], &f[i]),
+		assert_int_equal(tpe_submit(pool, tu_count_call, &counts[i], &f[i]),
 		    0);
 	assert_int_equal(tpe_shutdown(pool), 0);
 
@@ -1361,22 +1366,9 @@ test_lifecycle_purge_empties_queue_then_terminates(void **state)
 	}
 	assert_true((log.arg[0] == &counts[0] && log.arg[1] == &counts[1]) ||
 	    (log.arg[0] == &counts[1] && log.arg[1] == &counts[0]));
-	/* Queue empty, but the worker still runs: not terminated yet. */
-	s = tu_stats(pool);
-	assert_int_equal(s.queued, 0);
-	assert_int_equal(s.pool_size, 1);
-	assert_int_equal(s.active, 1);
-	assert_false(tpe_is_terminated(pool));
-	assert_int_equal(tpe_await_termination(pool, 0), ETIMEDOUT);
-	assert_int_equal(__atomic_load_n(&h.calls, __ATOMIC_SEQ_CST), 0);
+	item63_emptied_still_running(pool, &h);
 
-	tu_unsaturate(&sat);
-	/* Bounded: a queue that did not really empty would hang here. */
-	assert_int_equal(tpe_await_termination(pool, 10 * TU_S), 0);
-	assert_true(tpe_is_terminated(pool));
-	assert_int_equal(__atomic_load_n(&h.calls, __ATOMIC_SEQ_CST), 1);
-	assert_false(pthread_equal(h.thread, pthread_self()));
-	assert_hook_saw_tidying(&h);
+	item63_terminates(pool, &h, &sat);
 	assert_terminated(pool, 3, 1);
 	for (i = 0; i < 2; i++) {
 		assert_int_equal(tu_load(&counts[i]), 0);
@@ -1509,12 +1501,6 @@ self_wait_cb(tpe_fn fn, void *arg, void *ctx)
 	w->destroy_rc = w->await_rc == EDEADLK ? tpe_destroy(w->pool) : -1;
 }
 
-static void *
-noop_call(void *arg)
-{
-	return arg;
-}
-
 static void
 test_lifecycle_handback_callback_waits_on_itself(void **state)
 {
@@ -1530,7 +1516,7 @@ test_lifecycle_handback_callback_waits_on_itself(void **state)
 	tu_saturate(w.pool, 1, 0, &sat);
 
 	/* tpe_purge: a cancelled future leaves the queue to the callback. */
-	assert_int_equal(tpe_submit(w.pool, noop_call, NULL, &f), 0);
+	assert_int_equal(tpe_submit(w.pool, tu_nop_call, NULL, &f), 0);
 	assert_int_equal(tpe_future_cancel(f), 0);
 	assert_int_equal(tpe_purge(w.pool, &purged), 0);
 	assert_int_equal(purged, 1);
@@ -1576,14 +1562,20 @@ main(void)
 		cmocka_unit_test(test_lifecycle_shutdown_now_no_callback_drops),
 		cmocka_unit_test(test_lifecycle_shutdown_now_cancels_futures),
 		cmocka_unit_test(test_lifecycle_shutdown_then_shutdown_now),
-		cmocka_unit_test(test_lifecycle_refused_after_shutdown_abort),
-		cmocka_unit_test(test_lifecycle_refused_after_shutdown_caller_runs),
-		cmocka_unit_test(test_lifecycle_refused_after_shutdown_discard),
-		cmocka_unit_test(test_lifecycle_refused_after_shutdown_custom_handler),
+		TU_ROW_TEST(test_lifecycle_refused_after_shutdown,
+		    &refused_rows[0]),
+		TU_ROW_TEST(test_lifecycle_refused_after_shutdown,
+		    &refused_rows[1]),
+		TU_ROW_TEST(test_lifecycle_refused_after_shutdown,
+		    &refused_rows[2]),
+		TU_ROW_TEST(test_lifecycle_refused_after_shutdown,
+		    &refused_rows[3]),
 		cmocka_unit_test(test_lifecycle_idle_workers_exit_on_shutdown),
 		cmocka_unit_test(test_lifecycle_shutdown_with_allow_core_timeout_idle_exit),
-		cmocka_unit_test(test_lifecycle_shutdown_does_not_disturb_running_task),
-		cmocka_unit_test(test_lifecycle_shutdown_now_does_not_disturb_running_task),
+		TU_ROW_TEST(test_lifecycle_shutdown_undisturbed,
+		    &undisturbed_rows[0]),
+		TU_ROW_TEST(test_lifecycle_shutdown_undisturbed,
+		    &undisturbed_rows[1]),
 		cmocka_unit_test(test_lifecycle_destroy_runs_queued_tasks),
 		cmocka_unit_test(test_lifecycle_destroy_fresh_and_after_shutdown_now),
 		cmocka_unit_test(test_lifecycle_disposition_invariant_race),

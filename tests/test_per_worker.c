@@ -14,7 +14,7 @@
  */
 #include <string.h>
 
-#include "testutil.h"
+#include "helpers.h"
 
 #include "pool/pool.h"
 #include "engine/stacks.h"
@@ -403,50 +403,6 @@ test_per_worker_failed_steal_leaves_thief_asleep(void **state)
 
 /* ---- futures and hooks ------------------------------------------------ */
 
-struct hooks {
-	int before, after, start, exit, terminated; /* atomic */
-};
-
-static void
-before_hook(tpe_t *pool, tpe_fn fn, void *arg, void *ctx)
-{
-	(void)pool;
-	(void)fn;
-	(void)arg;
-	__atomic_add_fetch(&((struct hooks *)ctx)->before, 1, __ATOMIC_SEQ_CST);
-}
-
-static void
-after_hook(tpe_t *pool, tpe_fn fn, void *arg, void *ctx)
-{
-	(void)pool;
-	(void)fn;
-	(void)arg;
-	__atomic_add_fetch(&((struct hooks *)ctx)->after, 1, __ATOMIC_SEQ_CST);
-}
-
-static void
-start_hook(tpe_t *pool, void *ctx)
-{
-	(void)pool;
-	__atomic_add_fetch(&((struct hooks *)ctx)->start, 1, __ATOMIC_SEQ_CST);
-}
-
-static void
-exit_hook(tpe_t *pool, void *ctx)
-{
-	(void)pool;
-	__atomic_add_fetch(&((struct hooks *)ctx)->exit, 1, __ATOMIC_SEQ_CST);
-}
-
-static void
-terminated_hook(tpe_t *pool, void *ctx)
-{
-	(void)pool;
-	__atomic_add_fetch(&((struct hooks *)ctx)->terminated, 1,
-	    __ATOMIC_SEQ_CST);
-}
-
 static void *
 twice_fn(void *arg)
 {
@@ -456,17 +412,17 @@ twice_fn(void *arg)
 static void
 test_per_worker_futures_and_hooks(void **state)
 {
-	struct hooks h = { 0 };
+	struct tu_hook_counts h = { 0 };
 	tpe_future_t *f[64];
 	void *res;
 	tpe_t *p;
 	int i;
 
 	(void)state;
-	p = pw_pool_with(2, (struct tu_pool_opts){ .before = before_hook,
-	    .after = after_hook, .task_hooks_ctx = &h,
-	    .on_start = start_hook, .on_exit = exit_hook,
-	    .thread_hooks_ctx = &h, .terminated = terminated_hook,
+	p = pw_pool_with(2, (struct tu_pool_opts){ .before = tu_count_before,
+	    .after = tu_count_after, .task_hooks_ctx = &h,
+	    .on_start = tu_count_start, .on_exit = tu_count_exit,
+	    .thread_hooks_ctx = &h, .terminated = tu_count_terminated,
 	    .terminated_ctx = &h });
 	for (i = 0; i < 64; i++)
 		assert_int_equal(tpe_submit(p, twice_fn,

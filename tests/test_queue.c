@@ -5,7 +5,7 @@
  * rule, the inbox; and the locked engine's wake-up rules and its waiting
  * workers (counted as idle, timing out). Links the uninstalled core library.
  */
-#include "testutil.h"
+#include "helpers.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -8,7 +8,7 @@
 #define _GNU_SOURCE
 #include <string.h>
 
-#include "testutil.h"
+#include "helpers.h"
 
 #include "engine/locked.h"
 #include "pool/pool.h"
@@ -161,6 +161,34 @@ callrec_task(void *arg)
 	(void)callrec_fn(arg);
 }
 
+/* The statistics after one refusal that reached the policy: counted as
+ * rejected, neither submitted nor queued. Returns them. */
+static struct tpe_stats
+assert_refusal_counted(const tpe_t *p, const struct tpe_stats *before)
+{
+	struct tpe_stats after = tu_stats(p);
+
+	assert_int_equal(after.rejected, before->rejected + 1);
+	assert_int_equal(after.submitted, before->submitted);
+	assert_int_equal(after.queued, before->queued);
+	return after;
+}
+
+/* A callable that ran once, in this thread, and completed its future f
+ * with its own argument. */
+static void
+assert_ran_here(struct callrec *c, tpe_future_t *f)
+{
+	void *res = NULL;
+
+	assert_int_equal(c->ran, 1);
+	assert_true(pthread_equal(c->thr, pthread_self()));
+	assert_true(tpe_future_is_done(f));
+	assert_false(tpe_future_is_cancelled(f));
+	assert_int_equal(tpe_future_get(f, 0, &res), 0);
+	assert_ptr_equal(res, c);
+}
+
 /* ---- ABORT: EAGAIN, the caller keeps the task (items 29, 36) ----------- */
 
 static void
@@ -178,10 +206,7 @@ test_rejection_abort(void **state)
 	assert_int_equal(before.rejected, 0);
 	count = 0;
 	assert_int_equal(tpe_execute(p, tu_count_fn, &count), EAGAIN);
-	after = tu_stats(p);
-	assert_int_equal(after.rejected, before.rejected + 1);
-	assert_int_equal(after.submitted, before.submitted);
-	assert_int_equal(after.queued, before.queued);
+	after = assert_refusal_counted(p, &before);
 	assert_int_equal(after.completed, before.completed);
 	assert_int_equal(after.pool_size, before.pool_size);
 	assert_int_equal(tpe_execute(p, tu_count_fn, &count), EAGAIN);
@@ -205,7 +230,7 @@ test_rejection_abort_submit(void **state)
 	static struct callrec c;
 	tpe_t *p = pool_rej(1, TPE_QUEUE_BOUNDED, 1, TPE_REJECT_ABORT);
 	tpe_future_t *f = (tpe_future_t *)&c;
-	struct tpe_stats before, after;
+	struct tpe_stats before;
 
 	(void)state;
 	tu_saturate(p, 1, 1, &sat);
@@ -213,10 +238,7 @@ test_rejection_abort_submit(void **state)
 	memset(&c, 0, sizeof(c));
 	assert_int_equal(tpe_submit(p, callrec_fn, &c, &f), EAGAIN);
 	assert_ptr_equal(f, (tpe_future_t *)&c);
-	after = tu_stats(p);
-	assert_int_equal(after.rejected, before.rejected + 1);
-	assert_int_equal(after.submitted, before.submitted);
-	assert_int_equal(after.queued, before.queued);
+	(void)assert_refusal_counted(p, &before);
 	tu_unsaturate(&sat);
 	assert_int_equal(tpe_destroy(p), 0);
 	assert_int_equal(c.ran, 0);
@@ -269,19 +291,13 @@ test_rejection_caller_runs_submit(void **state)
 	static struct callrec c;
 	tpe_t *p = pool_rej(1, TPE_QUEUE_HANDOFF, 0, TPE_REJECT_CALLER_RUNS);
 	tpe_future_t *f = NULL;
-	void *res = NULL;
 
 	(void)state;
 	tu_saturate(p, 1, 0, &sat);
 	memset(&c, 0, sizeof(c));
 	assert_int_equal(tpe_submit(p, callrec_fn, &c, &f), 0);
 	assert_non_null(f);
-	assert_int_equal(c.ran, 1);
-	assert_true(pthread_equal(c.thr, pthread_self()));
-	assert_true(tpe_future_is_done(f));
-	assert_false(tpe_future_is_cancelled(f));
-	assert_int_equal(tpe_future_get(f, 0, &res), 0);
-	assert_ptr_equal(res, &c);
+	assert_ran_here(&c, f);
 	assert_int_equal(tpe_future_cancel(f), EBUSY);
 	tpe_future_release(f);
 	assert_int_equal(tu_stats(p).rejected, 1);
@@ -307,10 +323,7 @@ test_rejection_discard(void **state)
 	before = tu_stats(p);
 	count = 0;
 	assert_int_equal(tpe_execute(p, tu_count_fn, &count), 0);
-	after = tu_stats(p);
-	assert_int_equal(after.rejected, before.rejected + 1);
-	assert_int_equal(after.submitted, before.submitted);
-	assert_int_equal(after.queued, before.queued);
+	after = assert_refusal_counted(p, &before);
 	assert_int_equal(after.completed, before.completed);
 	/* Handed to the discard callback, exactly once, before return. */
 	assert_int_equal(rec_n(&discards), 1);
@@ -521,7 +534,7 @@ test_rejection_custom_handler_refuses(void **state)
 	static struct tu_saturation sat;
 	static int count;
 	tpe_t *p = pool_rej(1, TPE_QUEUE_BOUNDED, 1, CUSTOM);
-	struct tpe_stats before, after;
+	struct tpe_stats before;
 
 	(void)state;
 	tu_saturate(p, 1, 1, &sat);
@@ -530,10 +543,7 @@ test_rejection_custom_handler_refuses(void **state)
 	handler_mode = H_REFUSE;
 	assert_int_equal(tpe_execute(p, tu_count_fn, &count), ENOSPC);
 	assert_int_equal(rec_n(&handled), 1);
-	after = tu_stats(p);
-	assert_int_equal(after.rejected, before.rejected + 1);
-	assert_int_equal(after.submitted, before.submitted);
-	assert_int_equal(after.queued, before.queued);
+	(void)assert_refusal_counted(p, &before);
 	tu_unsaturate(&sat);
 	assert_int_equal(tpe_destroy(p), 0);
 	assert_int_equal(count, 0);
@@ -571,12 +581,7 @@ test_rejection_custom_handler_submit(void **state)
 	assert_int_equal(tpe_future_get(f, 0, &res), ETIMEDOUT);
 	/* Running the pair runs the callable and completes the future. */
 	kept_fn(kept_arg);
-	assert_int_equal(c.ran, 1);
-	assert_true(pthread_equal(c.thr, pthread_self()));
-	assert_true(tpe_future_is_done(f));
-	assert_false(tpe_future_is_cancelled(f));
-	assert_int_equal(tpe_future_get(f, 0, &res), 0);
-	assert_ptr_equal(res, &c);
+	assert_ran_here(&c, f);
 	tpe_future_release(f);
 
 	/* A refusing handler: its value, *future untouched. */

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <sys/syscall.h>
 
-#include "testutil.h"
+#include "helpers.h"
 
 #include "base/invocation.h"
 #include "engine/locked.h"

@@ -9,7 +9,7 @@
 #define _GNU_SOURCE
 #include <string.h>
 
-#include "testutil.h"
+#include "helpers.h"
 
 #define EV_TIMEOUT (10 * TU_S)
 

@@ -25,7 +25,7 @@
 #include <sched.h>
 #include <string.h>
 
-#include "testutil.h"
+#include "helpers.h"
 
 #include "ring/ring.h"
 

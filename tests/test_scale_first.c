@@ -10,10 +10,10 @@
  * in the queue while the pool is below max.
  *
  * A task stranded in the queue shows up as a latch that never opens; every
- * such wait here is timed (tu_latch_wait_for, testutil.h) so a regression
+ * such wait here is timed (tu_latch_wait_for, helpers.h) so a regression
  * fails the test instead of hanging it.
  */
-#include "testutil.h"
+#include "helpers.h"
 
 #include <semaphore.h>
 #include <string.h>
@@ -347,53 +347,6 @@ test_scale_first_keep_alive_races_submit(void **state)
  * waiting in the queue), and only a 5th starts one. Last, a shutdown-now
  * drain hands the queue back in order and every count ends exact.
  */
-static void *
-ident(void *arg)
-{
-	return arg;
-}
-
-/* Records hand-backs (discard callback, drained callback). */
-#define LOG_MAX 16
-struct hb_log {
-	pthread_mutex_t lock;
-	int n;
-	tpe_fn fn[LOG_MAX];
-	void *arg[LOG_MAX];
-};
-
-static void
-log_init(struct hb_log *l)
-{
-	memset(l, 0, sizeof(*l));
-	pthread_mutex_init(&l->lock, NULL);
-}
-
-static void
-log_fn(tpe_fn fn, void *arg, void *ctx)
-{
-	struct hb_log *l = ctx;
-
-	pthread_mutex_lock(&l->lock);
-	if (l->n < LOG_MAX) {
-		l->fn[l->n] = fn;
-		l->arg[l->n] = arg;
-	}
-	l->n++;
-	pthread_mutex_unlock(&l->lock);
-}
-
-static int
-log_count(struct hb_log *l)
-{
-	int n;
-
-	pthread_mutex_lock(&l->lock);
-	n = l->n;
-	pthread_mutex_unlock(&l->lock);
-	return n;
-}
-
 static void
 test_scale_first_counters_stay_exact(void **state)
 {
@@ -401,7 +354,7 @@ test_scale_first_counters_stay_exact(void **state)
 	struct tu_blocker b1 = { &started1, &release1, NULL, 0 };
 	struct tu_blocker b2 = { &started2, &release2, NULL, 0 };
 	struct tu_blocker b3 = { &started3, &release2, NULL, 0 };
-	struct hb_log discards, drained;
+	struct tu_handbacks discards, drained;
 	tpe_future_t *f1, *f2;
 	struct tpe_stats s;
 	tpe_t *p;
@@ -415,12 +368,12 @@ test_scale_first_counters_stay_exact(void **state)
 	tu_latch_init(&started2, 4);
 	tu_latch_init(&started3, 1);
 	tu_latch_init(&release2, 1);
-	log_init(&discards);
-	log_init(&drained);
+	tu_handbacks_init(&discards);
+	tu_handbacks_init(&drained);
 	p = tu_pool_with(&(struct tu_pool_opts){
 	    .policy = TPE_POLICY_SCALE_FIRST, .core = 1, .max = 4,
 	    .queue = TPE_QUEUE_BOUNDED, .capacity = 4,
-	    .rejection = TPE_REJECT_DISCARD_OLDEST, .discard = log_fn,
+	    .rejection = TPE_REJECT_DISCARD_OLDEST, .discard = tu_handback_fn,
 	    .discard_ctx = &discards, .keep_alive = TU_S * 3600 });
 
 	/* At max (4 running), then a full queue: x, f1, f2, y. */
@@ -429,8 +382,8 @@ test_scale_first_counters_stay_exact(void **state)
 	assert_true(tu_latch_wait_for(&started1, BOUND));
 	assert_int_equal(tu_stats(p).pool_size, 4);
 	assert_int_equal(tpe_execute(p, tu_count_fn, &x), 0);
-	assert_int_equal(tpe_submit(p, ident, &x, &f1), 0);
-	assert_int_equal(tpe_submit(p, ident, &x, &f2), 0);
+	assert_int_equal(tpe_submit(p, tu_nop_call, &x, &f1), 0);
+	assert_int_equal(tpe_submit(p, tu_nop_call, &x, &f2), 0);
 	assert_int_equal(tpe_execute(p, tu_count_fn, &y), 0);
 	s = tu_stats(p);
 	assert_int_equal(s.queued, 4);
@@ -438,7 +391,7 @@ test_scale_first_counters_stay_exact(void **state)
 
 	/* Discard-oldest: z takes the slot of x, the head. */
 	assert_int_equal(tpe_execute(p, tu_count_fn, &z), 0);
-	assert_int_equal(log_count(&discards), 1);
+	assert_int_equal(tu_handbacks_count(&discards), 1);
 	assert_ptr_equal(discards.fn[0], tu_count_fn);
 	assert_ptr_equal(discards.arg[0], &x);
 	s = tu_stats(p);
@@ -453,7 +406,7 @@ test_scale_first_counters_stay_exact(void **state)
 	assert_int_equal(tpe_future_cancel(f2), 0);
 	assert_int_equal(tpe_purge(p, &purged), 0);
 	assert_int_equal(purged, 2);
-	assert_int_equal(log_count(&discards), 3);
+	assert_int_equal(tu_handbacks_count(&discards), 3);
 	assert_null(discards.fn[1]);
 	assert_null(discards.fn[2]);
 	s = tu_stats(p);
@@ -498,8 +451,8 @@ test_scale_first_counters_stay_exact(void **state)
 	assert_int_equal(tpe_execute(p, tu_count_fn, &w), 0);
 	assert_int_equal(tpe_execute(p, tu_count_fn, &w), 0);
 	assert_int_equal(tu_stats(p).queued, 2);
-	assert_int_equal(tpe_shutdown_now(p, log_fn, &drained), 0);
-	assert_int_equal(log_count(&drained), 2);
+	assert_int_equal(tpe_shutdown_now(p, tu_handback_fn, &drained), 0);
+	assert_int_equal(tu_handbacks_count(&drained), 2);
 	assert_ptr_equal(drained.fn[0], tu_count_fn);
 	assert_ptr_equal(drained.arg[0], &w);
 	assert_ptr_equal(drained.fn[1], tu_count_fn);
@@ -529,7 +482,7 @@ test_scale_first_counters_stay_exact(void **state)
 	assert_int_equal(tu_load(&b1.ran), 4);
 	assert_int_equal(tu_load(&b2.ran), 4);
 	assert_int_equal(tu_load(&b3.ran), 1);
-	assert_int_equal(log_count(&discards), 3);
+	assert_int_equal(tu_handbacks_count(&discards), 3);
 	assert_int_equal(tpe_future_get(f1, 0, &res), ECANCELED);
 	assert_int_equal(tpe_future_get(f2, 0, &res), ECANCELED);
 

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "base/sized.h"
-#include "testutil.h"
+#include "helpers.h"
 
 #define GUARD 0xa5 /* what the caller's memory held before the call */
 #define SLACK 64   /* guard bytes past the largest struct a test passes */

@@ -23,7 +23,7 @@
 #define _GNU_SOURCE
 #include <string.h>
 
-#include "testutil.h"
+#include "helpers.h"
 
 #include "base/invocation.h"
 #include "strategy/strategy.h"

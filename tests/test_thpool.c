@@ -8,7 +8,7 @@
  *
  * Linked with -Wl,--wrap=malloc,--wrap=calloc,--wrap=pthread_create, so that
  * thpool_init can be made to fail at each allocation and at each thread
- * start (tests/fault.h). A failure is armed for the calls of the arming
+ * start (tests/helpers.h). A failure is armed for the calls of the arming
  * thread only, and only around the call under test.
  */
 #define _GNU_SOURCE /* pthread_getname_np */
@@ -16,22 +16,11 @@
 #include <sched.h>
 #include <string.h>
 
-#include "testutil.h"
-#include "fault.h"
+#define TU_FAULT_INJECTION /* this binary links the --wrap wrappers */
+#include "helpers.h"
 
 #include "pool/pool.h"
 #include "thpool.h"
-
-/* ---- failure injection (tests/fault.h) ------------------------------- */
-
-int
-__wrap_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
-    void *(*start)(void *), void *arg)
-{
-	if (fault_hit(&create_fault))
-		return EAGAIN;
-	return __real_pthread_create(thread, attr, start, arg);
-}
 
 /* ---- helpers ---------------------------------------------------------- */
 

@@ -779,20 +779,19 @@ locked_try_submit(struct tpe__engine *e, tpe_fn fn, void *arg)
  * start a replacement). L held.
  */
 static bool
-may_leave_locked(struct tpe__locked *le)
+may_leave_locked(struct tpe__locked *le, bool empty)
 {
 	tpe_t *pool = le->pool;
 
 	TPE__ASSERT_HELD(&pool->lock);
 	/* Counters never wrap; a worker counted in wc is alive (nthreads). */
 	TPE__ASSERT(pool->wc > 0 && pool->wc <= pool->nthreads);
-	/* A worker leaves only after seeing the queue empty: since that look
-	 * under the lock, only lock-free pushes, which their submitters
-	 * settle, can have arrived. Or, above max, it leaves the queue to
-	 * another worker (should_exit_locked). */
-	TPE__ASSERT(tpe__queue_pending(le->q) ||
-	    tpe__queue_is_empty(le->q) ||
-	    (pool->wc > pool->max && pool->wc > 1));
+	/* A worker leaves only after seeing the queue empty (`empty`: its
+	 * look under the lock, held since; only lock-free pushes, which
+	 * their submitters settle, can have arrived, and the look below
+	 * absorbs them). Or, above max, it leaves the queue to another
+	 * worker (should_exit_locked). */
+	TPE__ASSERT(empty || (pool->wc > pool->max && pool->wc > 1));
 	tpe__pool_set_wc_locked(pool, pool->wc - 1);
 	if (pool->wc > 0 || pool->state >= TPE__STOP ||
 	    tpe__queue_is_empty(le->q)) {
@@ -876,7 +875,7 @@ get_task_locked(struct tpe__locked *le, bool *reserved)
 		timed = pool->allow_core_timeout || pool->wc > pool->core;
 		if (should_exit_locked(pool, empty, timed && timed_out,
 		    after_task)) {
-			if (!may_leave_locked(le))
+			if (!may_leave_locked(le, empty))
 				continue;
 			/* Leaving tasks to the others: a wake-up that was
 			 * meant for this worker must not leave with it. */

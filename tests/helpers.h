@@ -1,14 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * testutil.h - shared helpers for the cmocka tests: a time bound per binary,
- * latches and gates to build exact pool states without sleeps, named
- * builders for the states most tests start from (a pool with given knobs,
- * its workers held by blocker tasks, its queue filled), and a polling wait
- * for the few values Java itself only promises "eventually" (completed
- * counts, pool size after keep-alive).
+ * helpers.h - the one helpers header of tests/: every test and stress
+ * program includes it. Plain helpers first (the monotonic clock, a seeded
+ * random generator, this process's threads as /proc tells them, latches
+ * and gates, counting and blocking tasks, bounded semaphore waits); then,
+ * unless the includer defines TU_NO_CMOCKA (the stress programs of make
+ * check-stress are plain programs), the cmocka ones: a time bound per
+ * binary, named builders for the states most tests start from (a pool
+ * with given knobs, its workers held by blocker tasks, its queue filled),
+ * and a polling wait for the few values the contract only promises
+ * "eventually"; then, where the includer defines TU_FAULT_INJECTION,
+ * failure injection through the --wrap'ed malloc, calloc and
+ * pthread_create.
  */
-#ifndef TPE_TESTUTIL_H
-#define TPE_TESTUTIL_H
+#ifndef TPE_TESTS_HELPERS_H
+#define TPE_TESTS_HELPERS_H
 
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -30,52 +36,49 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <cmocka.h>
 
 #include "tpe.h"
 
-/*
- * Every test binary calls this first: it is killed (SIGALRM) past the bound,
- * `seconds` (0: TU_TIME_BOUND_S) times the environment's TPE_TEST_TIME_SCALE,
- * a whole number from 1 to 1000 (anything else counts as 1), for slow build
- * machines. build-aux/run-test.sh multiplies its outer bound,
- * TPE_TEST_TIMEOUT (300 s), by the same factor, so that one stays larger.
- */
-#define TU_TIME_BOUND_S 120
-static inline unsigned
-tu_time_scale(void)
-{
-	const char *e = getenv("TPE_TEST_TIME_SCALE");
-	unsigned long v;
-	char *end;
+#define TU_MS (INT64_C(1000000))
+#define TU_S (INT64_C(1000000000))
 
-	if (e == NULL || *e < '1' || *e > '9')
-		return 1;
-	v = strtoul(e, &end, 10);
-	return *end == '\0' && v <= 1000 ? (unsigned)v : 1;
+static inline int64_t
+tu_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/*
- * It also applies TPE_TEST_FILTER, a cmocka glob over the case names
- * (build-aux/mutation-check.sh runs one case of a binary with it).
- */
 static inline void
-tu_time_bound(unsigned seconds)
+tu_sleep_ns(int64_t ns)
 {
-	const char *filter = getenv("TPE_TEST_FILTER");
+	struct timespec ts = { ns / 1000000000, ns % 1000000000 };
 
-	if (filter != NULL && *filter != '\0')
-		cmocka_set_test_filter(filter);
-	alarm((seconds ? seconds : TU_TIME_BOUND_S) * tu_time_scale());
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
 }
 
-/*
- * A value an out-parameter starts from, so that "not written" is told
- * apart from "wrote NULL": a call that must not write leaves it equal to
- * TU_SENTINEL. Never dereferenced.
- */
-static char tu_sentinel_ __attribute__((unused));
-#define TU_SENTINEL ((void *)&tu_sentinel_)
+/* xorshift64*: reproducible from a seed; the state must not be 0. */
+static inline uint64_t
+tu_rnd_next(uint64_t *s)
+{
+	uint64_t x = *s;
+
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	*s = x;
+	return x * UINT64_C(2685821657736338717);
+}
+
+/* A number below n (0 when n is 0). */
+static inline unsigned
+tu_rnd(uint64_t *s, unsigned n)
+{
+	return n ? (unsigned)(tu_rnd_next(s) % n) : 0;
+}
 
 /*
  * The number of threads in this process (the entries of /proc/self/task),
@@ -99,36 +102,43 @@ tu_thread_count(void)
 }
 
 /*
- * Asserts the name of a pool's thread, as pthread_getname_np read it: want,
- * where the library names its threads (HAVE_PTHREAD_SETNAME_NP, config.h);
- * elsewhere anything but want (the library left the inherited name).
+ * Waits (1 s at most) for the thread count to come back to `want`, and
+ * returns the last count: a joined thread may stay listed for a moment
+ * after pthread_join returned, while the kernel finishes its exit. A
+ * thread nobody joined stays.
  */
-static inline void
-tu_assert_thread_name(const char *got, const char *want)
+static inline long
+tu_thread_count_settled(long want)
 {
-#ifdef HAVE_PTHREAD_SETNAME_NP
-	assert_string_equal(got, want);
-#else
-	assert_string_not_equal(got, want);
-#endif
+	int64_t end = tu_now_ns() + TU_S;
+	long n;
+
+	while ((n = tu_thread_count()) != want && tu_now_ns() < end)
+		tu_sleep_ns(TU_MS);
+	return n;
 }
 
-static inline int64_t
-tu_now_ns(void)
+static inline void *
+tu_warm_up_main(void *arg)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	return arg;
 }
 
-static inline void
-tu_sleep_ns(int64_t ns)
+/*
+ * The baseline thread count, after a first thread came and went: a
+ * runtime that starts a thread of its own with the first one
+ * (ThreadSanitizer's) has it by then. `create` is pthread_create, or the
+ * real one of a program that wraps it.
+ */
+static inline long
+tu_thread_baseline(int (*create)(pthread_t *, const pthread_attr_t *,
+    void *(*)(void *), void *))
 {
-	struct timespec ts = { ns / 1000000000, ns % 1000000000 };
+	pthread_t t;
 
-	while (nanosleep(&ts, &ts) == EINTR)
-		;
+	if (create(&t, NULL, tu_warm_up_main, NULL) == 0)
+		pthread_join(t, NULL);
+	return tu_thread_count();
 }
 
 /*
@@ -305,8 +315,24 @@ tu_tids_wait_untimed(struct tu_tids *t, size_t n)
 	return all && live == n;
 }
 
-#define TU_MS (INT64_C(1000000))
-#define TU_S (INT64_C(1000000000))
+/*
+ * The moment `timeout_ns` from now on CLOCK_REALTIME, the clock of
+ * pthread_cond_timedwait (default attributes) and sem_timedwait.
+ */
+static inline struct timespec
+tu_deadline(int64_t timeout_ns)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += timeout_ns / TU_S;
+	ts.tv_nsec += timeout_ns % TU_S;
+	if (ts.tv_nsec >= TU_S) {
+		ts.tv_sec++;
+		ts.tv_nsec -= TU_S;
+	}
+	return ts;
+}
 
 /*
  * A latch: count_down() n times opens it; wait() blocks until open.
@@ -359,16 +385,9 @@ tu_latch_wait(struct tu_latch *l)
 static inline bool
 tu_latch_wait_for(struct tu_latch *l, int64_t timeout_ns)
 {
-	struct timespec ts;
+	struct timespec ts = tu_deadline(timeout_ns);
 	bool open;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += timeout_ns / TU_S;
-	ts.tv_nsec += timeout_ns % TU_S;
-	if (ts.tv_nsec >= TU_S) {
-		ts.tv_sec++;
-		ts.tv_nsec -= TU_S;
-	}
 	pthread_mutex_lock(&l->lock);
 	while (l->count > 0 &&
 	    pthread_cond_timedwait(&l->cond, &l->lock, &ts) == 0)
@@ -443,10 +462,8 @@ tu_post_fn(void *arg)
 static inline bool
 tu_sem_wait_for(sem_t *sem, int64_t timeout_ns)
 {
-	struct timespec ts;
+	struct timespec ts = tu_deadline(timeout_ns);
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += timeout_ns / TU_S;
 	while (sem_timedwait(sem, &ts) != 0)
 		if (errno != EINTR)
 			return false;
@@ -458,6 +475,193 @@ static inline void
 tu_nop_fn(void *arg)
 {
 	(void)arg;
+}
+
+/* The tasks above as callables for tpe_submit: each returns its arg. */
+static inline void *
+tu_count_call(void *arg)
+{
+	tu_count_fn(arg);
+	return arg;
+}
+
+static inline void *
+tu_blocker_call(void *arg)
+{
+	tu_blocker_fn(arg);
+	return arg;
+}
+
+static inline void *
+tu_nop_call(void *arg)
+{
+	return arg;
+}
+
+/*
+ * Counting hooks: each adds one (atomically) to its field of the struct
+ * tu_hook_counts given as the hooks' ctx (task_hooks_ctx,
+ * thread_hooks_ctx, terminated_ctx of struct tu_pool_opts).
+ */
+struct tu_hook_counts {
+	int before, after, start, exit, terminated; /* atomic */
+};
+
+static inline void
+tu_count_before(tpe_t *pool, tpe_fn fn, void *arg, void *ctx)
+{
+	(void)pool;
+	(void)fn;
+	(void)arg;
+	tu_count_fn(&((struct tu_hook_counts *)ctx)->before);
+}
+
+static inline void
+tu_count_after(tpe_t *pool, tpe_fn fn, void *arg, void *ctx)
+{
+	(void)pool;
+	(void)fn;
+	(void)arg;
+	tu_count_fn(&((struct tu_hook_counts *)ctx)->after);
+}
+
+static inline void
+tu_count_start(tpe_t *pool, void *ctx)
+{
+	(void)pool;
+	tu_count_fn(&((struct tu_hook_counts *)ctx)->start);
+}
+
+static inline void
+tu_count_exit(tpe_t *pool, void *ctx)
+{
+	(void)pool;
+	tu_count_fn(&((struct tu_hook_counts *)ctx)->exit);
+}
+
+static inline void
+tu_count_terminated(tpe_t *pool, void *ctx)
+{
+	(void)pool;
+	tu_count_fn(&((struct tu_hook_counts *)ctx)->terminated);
+}
+
+/*
+ * A log of hand-backs, for a discard callback or the drained callback of
+ * tpe_shutdown_now: tu_handback_fn with a struct tu_handbacks as its ctx
+ * records each task's fn and arg (the first TU_HB_MAX) and counts them all.
+ */
+#define TU_HB_MAX 16
+struct tu_handbacks {
+	pthread_mutex_t lock;
+	int n;
+	tpe_fn fn[TU_HB_MAX];
+	void *arg[TU_HB_MAX];
+};
+
+static inline void
+tu_handbacks_init(struct tu_handbacks *l)
+{
+	memset(l, 0, sizeof(*l));
+	pthread_mutex_init(&l->lock, NULL);
+}
+
+static inline void
+tu_handback_fn(tpe_fn fn, void *arg, void *ctx)
+{
+	struct tu_handbacks *l = ctx;
+
+	pthread_mutex_lock(&l->lock);
+	if (l->n < TU_HB_MAX) {
+		l->fn[l->n] = fn;
+		l->arg[l->n] = arg;
+	}
+	l->n++;
+	pthread_mutex_unlock(&l->lock);
+}
+
+static inline int
+tu_handbacks_count(struct tu_handbacks *l)
+{
+	int n;
+
+	pthread_mutex_lock(&l->lock);
+	n = l->n;
+	pthread_mutex_unlock(&l->lock);
+	return n;
+}
+
+#ifndef TU_NO_CMOCKA
+#include <cmocka.h>
+
+/*
+ * Every test binary calls this first: it is killed (SIGALRM) past the bound,
+ * `seconds` (0: TU_TIME_BOUND_S) times the environment's TPE_TEST_TIME_SCALE,
+ * a whole number from 1 to 1000 (anything else counts as 1), for slow build
+ * machines. build-aux/run-test.sh multiplies its outer bound,
+ * TPE_TEST_TIMEOUT (300 s), by the same factor, so that one stays larger.
+ */
+#define TU_TIME_BOUND_S 120
+static inline unsigned
+tu_time_scale(void)
+{
+	const char *e = getenv("TPE_TEST_TIME_SCALE");
+	unsigned long v;
+	char *end;
+
+	if (e == NULL || *e < '1' || *e > '9')
+		return 1;
+	v = strtoul(e, &end, 10);
+	return *end == '\0' && v <= 1000 ? (unsigned)v : 1;
+}
+
+/*
+ * It also applies TPE_TEST_FILTER, a cmocka glob over the case names
+ * (build-aux/mutation-check.sh runs one case of a binary with it).
+ */
+static inline void
+tu_time_bound(unsigned seconds)
+{
+	const char *filter = getenv("TPE_TEST_FILTER");
+
+	if (filter != NULL && *filter != '\0')
+		cmocka_set_test_filter(filter);
+	alarm((seconds ? seconds : TU_TIME_BOUND_S) * tu_time_scale());
+}
+
+/*
+ * One row of a table of cases as a cmocka case of its own: the row's name
+ * is the case's name (TPE_TEST_FILTER and build-aux/mutations.txt select
+ * it), the row is the state the one test function reads.
+ *
+ *	static const struct row rows[] = { { "test_x_a", ... }, ... };
+ *	TU_ROW_TEST(test_x, &rows[0]), TU_ROW_TEST(test_x, &rows[1]),
+ */
+#define TU_ROW_TEST(fn, row)                                               \
+	((struct CMUnitTest){ .name = (row)->name, .test_func = (fn),      \
+	    .initial_state = (void *)(row) })
+
+/*
+ * A value an out-parameter starts from, so that "not written" is told
+ * apart from "wrote NULL": a call that must not write leaves it equal to
+ * TU_SENTINEL. Never dereferenced.
+ */
+static char tu_sentinel_ __attribute__((unused));
+#define TU_SENTINEL ((void *)&tu_sentinel_)
+
+/*
+ * Asserts the name of a pool's thread, as pthread_getname_np read it: want,
+ * where the library names its threads (HAVE_PTHREAD_SETNAME_NP, config.h);
+ * elsewhere anything but want (the library left the inherited name).
+ */
+static inline void
+tu_assert_thread_name(const char *got, const char *want)
+{
+#ifdef HAVE_PTHREAD_SETNAME_NP
+	assert_string_equal(got, want);
+#else
+	assert_string_not_equal(got, want);
+#endif
 }
 
 /*
@@ -661,4 +865,134 @@ tu_fill_queue(tpe_t *pool, size_t n, tpe_fn fn, void *arg, size_t stride)
 		    (char *)arg + i * stride), 0);
 }
 
-#endif /* TPE_TESTUTIL_H */
+#endif /* TU_NO_CMOCKA */
+
+#ifdef TU_FAULT_INJECTION
+/*
+ * Failure injection, for a test linked with
+ * -Wl,--wrap=malloc,--wrap=calloc,--wrap=pthread_create (tests/Makefile.inc,
+ * TPE_WRAP_FAULT): it defines TU_FAULT_INJECTION before including this
+ * header, in its one file. Armed faults, and the malloc, calloc and
+ * pthread_create wrappers that obey them.
+ *
+ * The library's calls (and the test's) go through the __wrap_ functions,
+ * which call the real ones unless a test armed a failure. cmocka and libc
+ * allocate through their own, unwrapped references, but the arming is kept
+ * as narrow as possible anyway: only around the call under test and, for
+ * malloc, only for calls from the arming thread.
+ */
+#include "pool/node_cache.h"
+
+void *__real_malloc(size_t size);
+void *__real_calloc(size_t n, size_t size);
+int __real_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
+    void *(*start)(void *), void *arg);
+
+void *__wrap_malloc(size_t size);
+void *__wrap_calloc(size_t n, size_t size);
+int __wrap_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
+    void *(*start)(void *), void *arg);
+
+/*
+ * An armed failure: the first `skip` matching calls succeed, the next
+ * `count` fail (count < 0: all of them). Only calls from `thread` match
+ * unless `any_thread`. All fields are read and written atomically.
+ */
+struct fault {
+	int armed;
+	int any_thread;
+	pthread_t thread;
+	long skip;
+	long count;
+	long seen;    /* matching calls while armed */
+	long failed;  /* calls made to fail */
+};
+
+static struct fault malloc_fault;   /* malloc and calloc share it */
+static struct fault create_fault;
+
+/* The error an armed pthread_create fault returns (a test may change it). */
+static int create_errno = EAGAIN;
+
+/* A test's own pthread_create, called (when set) instead of the real one
+ * for the calls the armed fault lets through, to build a state around a
+ * thread start. */
+static int (*create_around)(pthread_t *thread, const pthread_attr_t *attr,
+    void *(*start)(void *), void *arg);
+
+static inline bool
+fault_hit(struct fault *f)
+{
+	long n, count;
+
+	if (!__atomic_load_n(&f->armed, __ATOMIC_SEQ_CST))
+		return false;
+	if (!__atomic_load_n(&f->any_thread, __ATOMIC_SEQ_CST) &&
+	    !pthread_equal(pthread_self(), f->thread))
+		return false;
+	n = __atomic_fetch_add(&f->seen, 1, __ATOMIC_SEQ_CST);
+	if (n < f->skip)
+		return false;
+	count = f->count;
+	if (count >= 0 && n - f->skip >= count)
+		return false;
+	__atomic_add_fetch(&f->failed, 1, __ATOMIC_SEQ_CST);
+	return true;
+}
+
+static inline void
+fault_arm(struct fault *f, long skip, long count, bool any_thread)
+{
+	/* Nodes cached by this thread (lib/pool/node_cache.c) would hide
+	 * allocations: every armed call starts from an empty cache. */
+	tpe__node_cache_flush();
+	f->thread = pthread_self();
+	f->skip = skip;
+	f->count = count;
+	f->seen = 0;
+	f->failed = 0;
+	__atomic_store_n(&f->any_thread, any_thread ? 1 : 0, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&f->armed, 1, __ATOMIC_SEQ_CST);
+}
+
+/* Disarms; returns how many calls were made to fail. */
+static inline long
+fault_disarm(struct fault *f)
+{
+	__atomic_store_n(&f->armed, 0, __ATOMIC_SEQ_CST);
+	return __atomic_load_n(&f->failed, __ATOMIC_SEQ_CST);
+}
+
+void *
+__wrap_malloc(size_t size)
+{
+	if (fault_hit(&malloc_fault)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return __real_malloc(size);
+}
+
+void *
+__wrap_calloc(size_t n, size_t size)
+{
+	if (fault_hit(&malloc_fault)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return __real_calloc(n, size);
+}
+
+int
+__wrap_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
+    void *(*start)(void *), void *arg)
+{
+	if (fault_hit(&create_fault))
+		return create_errno;
+	if (create_around != NULL)
+		return create_around(thread, attr, start, arg);
+	return __real_pthread_create(thread, attr, start, arg);
+}
+#endif /* TU_FAULT_INJECTION */
+
+#endif /* TPE_TESTS_HELPERS_H */
