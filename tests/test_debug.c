@@ -266,6 +266,93 @@ test_debug_unlock_without_holding_dies(void **state)
 	    "tpe__mutex_unlock: m not held by this thread"));
 }
 
+/* ---- the lock order (base/sync.h): a rank per lock ------------------- */
+
+/* A FUTURE lock, then a POOL lock: against the order. */
+static void
+order_reversed(void)
+{
+	struct tpe__mutex future, pool;
+
+	tpe__mutex_init_ranked(&future, TPE__RANK_FUTURE);
+	tpe__mutex_init_ranked(&pool, TPE__RANK_POOL);
+	tpe__mutex_lock(&future);
+	tpe__mutex_lock(&pool);
+	tpe__mutex_unlock(&pool);
+	tpe__mutex_unlock(&future);
+}
+
+static void
+test_debug_lock_order_reversed_dies(void **state)
+{
+	(void)state;
+	/* One thread, two free locks: a release build runs it quietly. */
+	assert_checked(order_reversed, true, DIES_IN("sync",
+	    "check_order: lock order: taking a POOL lock while holding "
+	    "a FUTURE lock"));
+}
+
+/* Two POOL locks: only fork's prepare may (under the FORK lock). */
+static void
+two_pools(void)
+{
+	struct tpe__mutex a, b;
+
+	tpe__mutex_init_ranked(&a, TPE__RANK_POOL);
+	tpe__mutex_init_ranked(&b, TPE__RANK_POOL);
+	tpe__mutex_lock(&a);
+	tpe__mutex_lock(&b);
+	tpe__mutex_unlock(&b);
+	tpe__mutex_unlock(&a);
+}
+
+static void
+test_debug_lock_order_siblings_die(void **state)
+{
+	(void)state;
+	assert_checked(two_pools, true, DIES_IN("sync",
+	    "check_order: lock order: taking a second POOL lock"));
+}
+
+/* The order itself, FORK, POOLs under it, then SLOT and FUTURE, and a
+ * trylock out of order (it cannot deadlock), pass in every build. */
+static void
+test_debug_lock_order_kept_passes(void **state)
+{
+	struct tpe__mutex fork_, pool1, pool2, slot, future, high;
+
+	(void)state;
+	tpe__mutex_init_ranked(&fork_, TPE__RANK_FORK);
+	tpe__mutex_init_ranked(&pool1, TPE__RANK_POOL);
+	tpe__mutex_init_ranked(&pool2, TPE__RANK_POOL);
+	tpe__mutex_init_ranked(&slot, TPE__RANK_SLOT);
+	tpe__mutex_init_ranked(&future, TPE__RANK_FUTURE);
+	tpe__mutex_init_ranked(&high, TPE__RANK_COOP_WORKER);
+	tpe__mutex_lock(&fork_);
+	tpe__mutex_lock(&pool1);
+	tpe__mutex_lock(&pool2);
+	tpe__mutex_lock(&slot);
+	tpe__mutex_lock(&future);
+	tpe__mutex_unlock(&future);
+	tpe__mutex_unlock(&slot);
+	tpe__mutex_unlock(&pool2);
+	tpe__mutex_unlock(&pool1);
+	tpe__mutex_unlock(&fork_);
+	tpe__mutex_lock(&high);
+	assert_true(tpe__mutex_trylock(&pool1));
+	tpe__mutex_unlock(&pool1);
+	tpe__mutex_unlock(&high);
+	/* Every count went back: the low lock may be taken again. */
+	tpe__mutex_lock(&fork_);
+	tpe__mutex_unlock(&fork_);
+	tpe__mutex_destroy(&high);
+	tpe__mutex_destroy(&future);
+	tpe__mutex_destroy(&slot);
+	tpe__mutex_destroy(&pool2);
+	tpe__mutex_destroy(&pool1);
+	tpe__mutex_destroy(&fork_);
+}
+
 /* ---- ownership across a condition wait ------------------------------- */
 
 #ifdef TPE_DEBUG
@@ -338,6 +425,9 @@ main(void)
 		cmocka_unit_test(test_debug_relock_dies),
 		cmocka_unit_test(test_debug_unlock_without_holding_dies),
 		cmocka_unit_test(test_debug_ownership_follows_cond_wait),
+		cmocka_unit_test(test_debug_lock_order_reversed_dies),
+		cmocka_unit_test(test_debug_lock_order_siblings_die),
+		cmocka_unit_test(test_debug_lock_order_kept_passes),
 	};
 
 	tu_time_bound(0);

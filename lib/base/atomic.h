@@ -4,6 +4,9 @@
  * macros over the compiler's __atomic builtins, so that each access says
  * which access on the other side it pairs with.
  *
+ * Where it sits: lib/base, the bottom layer; it includes only system
+ * headers, config.h, tpe.h and base/ (build-aux/check-layering.sh).
+ *
  * Design notes
  * ------------
  * Every shared word the library touches without a lock goes through one of

@@ -1,5 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* cpu.h - how many processors this process may run on, and spinning. */
+/*
+ * cpu.h - how many processors this process may run on, and spinning.
+ *
+ * Where it sits: lib/base, the bottom layer; it includes only system
+ * headers, config.h, tpe.h and base/ (build-aux/check-layering.sh).
+ */
 #ifndef TPE_CPU_H
 #define TPE_CPU_H
 

@@ -3,6 +3,9 @@
  * invocation.h - invocation types (enum tpe_invocation) and the
  * thread-local "running as non-blocking" flag behind tpe_in_non_blocking().
  *
+ * Where it sits: lib/base, the bottom layer; it includes only system
+ * headers, config.h, tpe.h and base/ (build-aux/check-layering.sh).
+ *
  * Design notes
  * ------------
  * The flag belongs to the thread, not to a pool: it is true only while a

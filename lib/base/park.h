@@ -3,6 +3,9 @@
  * park.h - the library's one way to sleep until something changes (a wait
  * sequence, an eventcount) and its one spin-yield-sleep backoff.
  *
+ * Where it sits: lib/base, the bottom layer; it includes only system
+ * headers, config.h, tpe.h and base/ (build-aux/check-layering.sh).
+ *
  * Design notes
  * ------------
  * Park. struct tpe__park is a sequence number that wakers bump. A thread

@@ -3,6 +3,9 @@
  * sized.h - the growing-struct rule: copy a snapshot the library filled
  * into a public struct whose size the caller gives (tpe_get_stats(3)).
  *
+ * Where it sits: lib/base, the bottom layer; it includes only system
+ * headers, config.h, tpe.h and base/ (build-aux/check-layering.sh).
+ *
  * A public struct that the library fills only grows at its end, and each
  * call that fills one takes the caller's sizeof. The caller's struct may be
  * an older version (a prefix of the library's) or a newer one (the

@@ -4,6 +4,9 @@
  * nodes that any number of threads push onto and that is only ever taken
  * whole (Concurrency Kit's ck_stack_push_upmc / ck_stack_batch_pop_upmc).
  *
+ * Where it sits: lib/base, the bottom layer; it includes only system
+ * headers, config.h, tpe.h and base/ (build-aux/check-layering.sh).
+ *
  * Design notes
  * ------------
  * The stack is one word, `top`: NULL (empty), the newest node, or - for a

@@ -4,6 +4,9 @@
  * abort with a message naming the call and where it failed; timed waits on
  * CLOCK_MONOTONIC; and the checks of a debug build (--enable-debug).
  *
+ * Where it sits: lib/base, the bottom layer; it includes only system
+ * headers, config.h, tpe.h and base/ (build-aux/check-layering.sh).
+ *
  * Design notes
  * ------------
  * A debug build (TPE_DEBUG, from config.h) makes every mutex error-checking

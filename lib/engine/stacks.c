@@ -5,6 +5,12 @@
  *
  * Design notes
  * ------------
+ * Where it sits: an engine (engine.h), called by the pool through its ops
+ * only; it runs tasks through the task module (pool/task.h), counts in the
+ * pool's submitted, wc and idle waiters (pool.h), and is built on
+ * lib/base's stack, park and backoff. It keeps its own storage: no queue
+ * kind, no policy, no reserved threads (its row in kinds.c).
+ *
  * The pool is fixed: core == max == n workers, all started by tpe_create
  * (pool.c, attach_engine), none leaving before shutdown. Worker i owns
  * slots[i]; a worker learns i from next_slot when its loop starts. Since

@@ -1,5 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* attr.h - the pool attributes object (tpe_attr_t), copied by tpe_create. */
+/*
+ * attr.h - the pool attributes object (tpe_attr_t), copied by tpe_create.
+ *
+ * Where it sits: lib/pool; the attributes are read by the pool, its
+ * engines (the kinds table) and the reserve; validation asks the kinds
+ * table (engine/kinds.c) what each queue kind allows.
+ */
 #ifndef TPE_ATTR_H
 #define TPE_ATTR_H
 

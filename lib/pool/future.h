@@ -2,6 +2,10 @@
 /*
  * future.h - the result of a tpe_submit task.
  *
+ * Where it sits: lib/pool, under the pool and the task module, which
+ * create, start, run and complete futures; it calls only lib/base (the
+ * fork generation).
+ *
  * Design notes
  * ------------
  * States: NEW -> RUNNING -> DONE, or NEW -> CANCELLED. Every transition

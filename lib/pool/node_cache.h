@@ -2,6 +2,9 @@
 /*
  * node_cache.h - task node allocation without the pool's lock: a per-thread cache
  * that a pool's workers refill through the pool's return stack.
+ *
+ * Where it sits: lib/pool, under the task module (its only caller);
+ * built on lib/base's take-all stack (queue/node.h's tpe__task_stack).
  */
 #ifndef TPE_NODE_H
 #define TPE_NODE_H

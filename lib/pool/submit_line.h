@@ -4,6 +4,9 @@
  * a FIFO of records on the waiting threads' stacks (the blocking submit
  * itself: engine/locked_wait.c). All of it under the pool's lock (L),
  * which the functions take as an argument only to check it is held.
+ *
+ * Where it sits: lib/pool, under the pool and the locked engine; it takes
+ * the line and the lock to check, never the pool.
  */
 #ifndef TPE_SUBMIT_LINE_H
 #define TPE_SUBMIT_LINE_H

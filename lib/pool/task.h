@@ -4,6 +4,10 @@
  * back or discarded, or freed unaccepted (task.c). The node itself is
  * queue/node.h's.
  *
+ * Where it sits: lib/pool, under the pool and the engines; it takes a
+ * struct tpe__tasks (below), never the pool, and calls the node cache,
+ * futures and lib/base.
+ *
  * A node is owned by exactly one party at a time: the submitter until the
  * queue (or a worker's first-task slot) takes it, then the queue (under
  * pool->lock), then the worker that dequeued it or the code that removed it

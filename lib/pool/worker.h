@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * worker.h - worker threads: creation, the run loop, exit and joining.
+ *
+ * Where it sits: the pool's side of its threads; calls the engine's
+ * worker_loop and the pool's lifecycle (pool.h), as the pool calls it.
  */
 #ifndef TPE_WORKER_H
 #define TPE_WORKER_H

@@ -1,5 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* array.c - the bounded FIFO: a ring of node pointers of fixed capacity. */
+/*
+ * array.c - the bounded FIFO: a ring of node pointers of fixed capacity.
+ *
+ * Where it sits: a queue kind (queue.h), storage under the pool lock; it
+ * includes queue/ and base/ only, and is one row of engine/kinds.c.
+ */
 #include <errno.h>
 #include <stdlib.h>
 

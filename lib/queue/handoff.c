@@ -7,6 +7,9 @@
  * until that woken taker polls it, so the queue never holds more nodes than
  * there are waiting workers, and it reports no spare capacity. It has no
  * inbox: a lock-free push could not know whether a taker waits.
+ *
+ * Where it sits: a queue kind (queue.h), storage under the pool lock; it
+ * includes queue/ and base/ only, and is one row of engine/kinds.c.
  */
 #include <errno.h>
 #include <stdlib.h>

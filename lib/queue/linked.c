@@ -3,6 +3,9 @@
  * linked.c - the unbounded FIFO: a singly linked list of task nodes, with
  * an inbox for lock-free offers (queue.h).
  *
+ * Where it sits: a queue kind (queue.h), storage under the pool lock; it
+ * includes queue/ and base/ only, and is one row of engine/kinds.c.
+ *
  * Design notes
  * ------------
  * `list` is the queue proper (L: pool->lock). `inbox` is a take-all stack

@@ -3,6 +3,9 @@
  * node.h - the task node: what a queue stores and a worker runs, and the
  * list in which modules hand nodes to each other. A node's life (who owns
  * it, how it ends) is pool/task.h's.
+ *
+ * Where it sits: lib/queue, the bottom of the core: the public header
+ * and base/stack.h only.
  */
 #ifndef TPE_QUEUE_NODE_H
 #define TPE_QUEUE_NODE_H

@@ -4,6 +4,9 @@
  * pointers: the edge between two tasklets, whose refusal when full is the
  * backpressure.
  *
+ * Where it sits: on the public header and lib/base only, as any client
+ * of the library (build-aux/check-layering.sh).
+ *
  * Design notes
  * ------------
  * A Lamport ring: an array of capacity slots, a power of two, and two

@@ -4,6 +4,10 @@
  * (tpe_strategy_*): Jetty's adaptive "eat what you kill", and the forced
  * PC, PEC and EPC modes.
  *
+ * Where it sits: on the public header and lib/base only, as any client
+ * of the library (build-aux/check-layering.sh): it drives a pool through
+ * tpe_execute_typed and tpe_try_execute.
+ *
  * Design notes
  * ------------
  * A strategy repeatedly calls the user's producer, which returns one task
