@@ -822,6 +822,19 @@ should_exit_locked(tpe_t *pool, bool empty, bool expired, bool after_task)
 	return empty && (pool->state == TPE__SHUTDOWN || expired);
 }
 
+/* A worker took t from the queue. L held. */
+static struct tpe__task *
+took_locked(struct tpe__locked *le, struct tpe__task *t)
+{
+	/* A place in the queue is free (bounded). */
+	tpe__pool_room_locked(le->pool);
+	/* The cascade: tasks left that no awake taker will take wake the
+	 * next sleeper. */
+	if (needs_signal_locked(le))
+		tpe__cond_signal(&le->work_cond);
+	return t;
+}
+
 /* The reserve's questions (reserve.h, struct tpe__reserve_env). */
 static bool
 env_work_waiting(void *ctx)
@@ -871,7 +884,22 @@ get_task_locked(struct tpe__locked *le, bool *reserved)
 			tpe__cond_wait_until(&le->work_cond, &pool->lock, -1);
 			continue;
 		}
-		empty = tpe__queue_is_empty(q);
+		/*
+		 * The common case first: a task is queued. At or below max no
+		 * worker leaves while tasks are queued (should_exit_locked),
+		 * so the exit rule need not look before the poll; and the poll
+		 * leaves the inbox alone while the list holds tasks, so a busy
+		 * worker does not pull the submitters' line before every task.
+		 * A poll that finds nothing saw the queue empty under the lock.
+		 */
+		if (pool->wc <= pool->max) {
+			t = q->ops->poll(q);
+			if (t != NULL)
+				return took_locked(le, t);
+			empty = true;
+		} else {
+			empty = tpe__queue_is_empty(q);
+		}
 		timed = pool->allow_core_timeout || pool->wc > pool->core;
 		if (should_exit_locked(pool, empty, timed && timed_out,
 		    after_task)) {
@@ -915,15 +943,8 @@ get_task_locked(struct tpe__locked *le, bool *reserved)
 		/* Spin once per get_task, then sleep: see take_locked. */
 		t = take_locked(le, deadline, spin, &rc);
 		after_task = false;
-		if (t != NULL) {
-			/* A place in the queue is free (bounded). */
-			tpe__pool_room_locked(pool);
-			/* The cascade: tasks left that no awake taker will
-			 * take wake the next sleeper. */
-			if (needs_signal_locked(le))
-				tpe__cond_signal(&le->work_cond);
-			return t;
-		}
+		if (t != NULL)
+			return took_locked(le, t);
 		/* Spin again while offers keep coming (another worker won the
 		 * last one); sleep once a spin saw nothing. */
 		spin = spin && rc == 0;

@@ -79,14 +79,6 @@ struct tpe__queue {
 					   * its top is A (above) */
 };
 
-/* L held: whether the queue holds no node (a lock-free push that came
- * before this call included). */
-static inline bool
-tpe__queue_is_empty(struct tpe__queue *q)
-{
-	return q->ops->size(q) == 0;
-}
-
 /*
  * Any thread, no lock, only for a kind with an inbox: pushes t there; it
  * joins the queue at the next poll, size or remove_if. Returns whether the
@@ -106,6 +98,20 @@ static inline bool
 tpe__queue_pending(const struct tpe__queue *q)
 {
 	return q->inbox != NULL && !tpe__task_stack_is_empty(q->inbox);
+}
+
+/*
+ * L held: whether the queue holds no node, a lock-free push that came
+ * before this call included. The inbox is looked at first (the seq_cst
+ * load of tpe__queue_pending: the lock side of the engine's Dekker pairs),
+ * and size only when it is empty, so that the look absorbs nothing: a
+ * worker that asks before each task does not pull the inbox's line from
+ * the submitters every time (poll absorbs only once the list is empty).
+ */
+static inline bool
+tpe__queue_is_empty(struct tpe__queue *q)
+{
+	return !tpe__queue_pending(q) && q->ops->size(q) == 0;
 }
 
 int tpe__queue_linked_create(struct tpe__queue **q);
