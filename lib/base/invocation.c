@@ -2,7 +2,7 @@
 /* invocation.c - tpe_in_non_blocking() (invocation.h). */
 #include "base/invocation.h"
 
-__thread bool tpe__tls_non_blocking;
+TPE__TLS bool tpe__tls_non_blocking;
 
 bool
 tpe_in_non_blocking(void)

@@ -19,10 +19,11 @@
 
 #include <stdbool.h>
 
+#include "base/sync.h"
 #include "tpe.h"
 
 /* T: this thread only. */
-extern __thread bool tpe__tls_non_blocking;
+extern TPE__TLS bool tpe__tls_non_blocking;
 
 static inline bool
 tpe__invocation_valid(enum tpe_invocation type)

@@ -34,6 +34,11 @@
  *        may be NULL for "none" (as_empty NULL is plain pushing). The first
  *        CAS guesses an empty stack (one transfer of the line when the
  *        consumer keeps up).
+ *   type *name_push_marked_from_mpsc(type **top, type *first, type *last,
+ *        type *refuse, type *as_empty, type *guess)
+ *        The same, its first CAS guessing `guess`: the top the caller has
+ *        just loaded (it holds the line already; a wrong guess costs a
+ *        failed CAS, not a transfer).
  *   type *name_take_all(type **top)
  *        One exchange: the whole stack, newest first (NULL: empty). Any
  *        thread; the word must hold no marker (use take_all_unmarked).
@@ -102,11 +107,9 @@ name##_push_mpsc(type **top, type *n)                                     \
 }                                                                         \
                                                                           \
 static inline __attribute__((unused)) type *                              \
-name##_push_marked_mpsc(type **top, type *first, type *last,              \
-    type *refuse, type *as_empty)                                         \
+name##_push_marked_from_mpsc(type **top, type *first, type *last,         \
+    type *refuse, type *as_empty, type *old)                              \
 {                                                                         \
-	type *old = NULL; /* guess empty */                               \
-                                                                          \
 	do {                                                              \
 		if (refuse != NULL && old == refuse)                      \
 			return refuse;                                    \
@@ -116,6 +119,16 @@ name##_push_marked_mpsc(type **top, type *first, type *last,              \
 		/* seq_cst: pairs with the take's exchange or CAS. */     \
 	} while (!tpe__cas_weak(top, &old, first));                       \
 	return old;                                                       \
+}                                                                         \
+                                                                          \
+static inline __attribute__((unused)) type *                              \
+name##_push_marked_mpsc(type **top, type *first, type *last,              \
+    type *refuse, type *as_empty)                                         \
+{                                                                         \
+	/* Guess empty: one transfer of the line when the consumer keeps  \
+	 * up. */                                                         \
+	return name##_push_marked_from_mpsc(top, first, last, refuse,     \
+	    as_empty, NULL);                                              \
 }                                                                         \
                                                                           \
 static inline __attribute__((unused)) type *                              \

@@ -230,8 +230,8 @@ struct tpe_job {
 void (*tpe__coop_complete_hook)(tpe_job_t *job);
 
 /* The worker this thread is (NULL: none), and the blocking slot it runs. */
-static __thread struct worker *tls_worker;
-static __thread struct slot *tls_slot;
+static TPE__TLS struct worker *tls_worker;
+static TPE__TLS struct slot *tls_slot;
 
 /* ---- jobs -------------------------------------------------------------- */
 

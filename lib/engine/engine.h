@@ -87,6 +87,10 @@ struct tpe__engine_counts {
 	size_t idle;        /* workers waiting for one */
 	uint64_t completed; /* tasks finished */
 	size_t queued;      /* tasks accepted and not yet started */
+	uint64_t submitted; /* tasks the engine counted as accepted itself,
+			     * beyond pool->submitted (the stacks engine
+			     * counts per stack); read after the counts
+			     * above, before pool->submitted */
 };
 
 struct tpe__engine_ops {

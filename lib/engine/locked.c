@@ -1040,6 +1040,7 @@ locked_counts_locked(struct tpe__engine *e, struct tpe__engine_counts *c)
 	c->idle = le->takers;
 	c->completed = le->pool->completed;
 	c->queued = le->q->ops->size(le->q);
+	c->submitted = 0; /* all in pool->submitted */
 }
 
 static size_t

@@ -44,7 +44,7 @@ struct node_cache {
 	bool registered;        /* the destructor will free it */
 };
 
-static __thread struct node_cache cache;
+static TPE__TLS struct node_cache cache;
 static pthread_key_t cache_key;
 static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
 static bool cache_key_ok; /* written once under cache_once */

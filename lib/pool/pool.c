@@ -20,7 +20,7 @@
 #include "pool/task.h"
 #include "pool/worker.h"
 
-__thread tpe_t *tpe__tls_worker_pool;
+TPE__TLS tpe_t *tpe__tls_worker_pool;
 
 static int
 load_state(const tpe_t *pool)
@@ -786,7 +786,8 @@ tpe_get_stats(const tpe_t *cpool, struct tpe_stats *stats, size_t size)
 	TPE__ASSERT(ended || s->pool_size <= s->largest_pool_size);
 	s->queued = c.queued;
 	s->reserved = ended ? 0 : tpe__reserve_parked(&pool->reserve);
-	s->submitted = __atomic_load_n(&pool->submitted, __ATOMIC_SEQ_CST);
+	s->submitted = c.submitted +
+	    __atomic_load_n(&pool->submitted, __ATOMIC_SEQ_CST);
 	s->rejected = pool->rejected;
 	tpe__mutex_unlock(&pool->lock);
 	tpe__sized_copy(&tpe__stats_layout, stats, size, s);

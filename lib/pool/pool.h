@@ -222,6 +222,6 @@ int tpe__worker_start_locked(tpe_t *pool, struct tpe__task *first);
 
 
 /* The pool this thread is a worker of (the terminated hook's: task.h). */
-extern __thread tpe_t *tpe__tls_worker_pool;
+extern TPE__TLS tpe_t *tpe__tls_worker_pool;
 
 #endif /* TPE_POOL_H */

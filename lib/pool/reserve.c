@@ -130,7 +130,7 @@ tpe__reserve_handing(const struct tpe__reserve *r)
 static size_t
 first_slot(const struct tpe__reserve *r)
 {
-	static __thread char here;
+	static TPE__TLS char here;
 
 	return ((uintptr_t)&here >> 6) % r->capacity;
 }

@@ -34,8 +34,8 @@
 #include "pool/node_cache.h"
 #include "pool/task.h"
 
-__thread struct tpe__task *tpe__tls_running_node; /* task.h */
-__thread tpe_t *tpe__tls_hook_pool;                /* task.h */
+TPE__TLS struct tpe__task *tpe__tls_running_node; /* task.h */
+TPE__TLS tpe_t *tpe__tls_hook_pool;                /* task.h */
 
 void
 tpe__task_atfork_child(void)

@@ -21,6 +21,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "base/sync.h"
 #include "queue/node.h"
 #include "tpe.h"
 
@@ -43,7 +44,7 @@ struct tpe__tasks {
 
 /* The pool whose callback (hand-back, terminated hook) this thread runs
  * now, or NULL (tpe_await_termination's EDEADLK). */
-extern __thread tpe_t *tpe__tls_hook_pool;
+extern TPE__TLS tpe_t *tpe__tls_hook_pool;
 
 /* A node for a new task (node_cache.c: no lock, rarely malloc); NULL: ENOMEM. */
 struct tpe__task *tpe__task_new(const struct tpe__tasks *ts, tpe_fn fn, void *arg,
@@ -68,7 +69,7 @@ bool tpe__task_run(const struct tpe__tasks *ts, struct tpe__task *t);
  * tpe__task_atfork_child frees it there, so that tpe_destroy in the child
  * leaves nothing allocated.
  */
-extern __thread struct tpe__task *tpe__tls_running_node;
+extern TPE__TLS struct tpe__task *tpe__tls_running_node;
 
 /* In the child of fork(), in the forking thread: frees the node of the
  * task that forked (see above). The future it may carry is left alone:
