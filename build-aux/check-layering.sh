@@ -58,7 +58,8 @@ if ! test -d "$lib"; then
 	exit 0
 fi
 
-folders=$(find "$lib" -mindepth 1 -maxdepth 1 -type d | sed 's|.*/||' | sort)
+# Hidden folders (.libs, .deps of an in-tree build) hold no source.
+folders=$(find "$lib" -mindepth 1 -maxdepth 1 -type d ! -name '.*' | sed 's|.*/||' | sort)
 count=$(echo "$folders" | wc -w)
 echo "1..$((count + 1))"
 
