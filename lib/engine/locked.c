@@ -84,6 +84,15 @@
 
 /* How long a taker spins before it sleeps; a wake-up costs more. */
 #define SPIN_NS 20000
+/*
+ * A spin must earn its CPU: after SPIN_MISSES spins in a row that saw no
+ * offer (tasks come further apart than SPIN_NS: the spin only burns a
+ * core, the wake-up comes anyway), takers sleep at once, and only every
+ * SPIN_PROBE-th wait spins, to notice when tasks come close again; one
+ * spin that sees an offer makes every wait spin again.
+ */
+#define SPIN_MISSES 4
+#define SPIN_PROBE 16
 
 static struct tpe__locked *
 locked_of(struct tpe__engine *e)
@@ -189,6 +198,15 @@ spin_for_offer(struct tpe__locked *le, struct tpe__mutex *lock,
 	return offered;
 }
 
+/* Whether this wait should spin (SPIN_MISSES). L held. */
+static bool
+spin_pays_locked(struct tpe__locked *le)
+{
+	if (le->spin_misses < SPIN_MISSES)
+		return true;
+	return ++le->spin_probe % SPIN_PROBE == 0;
+}
+
 /*
  * Returns the queue's oldest task; when there is none, waits once (counted
  * in takers) until woken or until `deadline_ns` (absolute monotonic,
@@ -225,9 +243,14 @@ take_locked(struct tpe__locked *le, int64_t deadline_ns, bool spin, int *rc)
 	/* One spinner at a time: a second one would only take CPU from the
 	 * submitters it waits for (two cores, tiny tasks); it sleeps, and
 	 * the wake-up rules above call it when the queue builds up. */
-	if (spin && tpe__can_spin() && le->takers - le->sleepers == 1) {
-		if (!spin_for_offer(le, lock, deadline_ns))
+	if (spin && tpe__can_spin() && le->takers - le->sleepers == 1 &&
+	    spin_pays_locked(le)) {
+		if (spin_for_offer(le, lock, deadline_ns)) {
+			le->spin_misses = 0;
+		} else {
+			le->spin_misses++;
 			*rc = EAGAIN; /* nothing came: the next wait sleeps */
+		}
 		if (deadline_ns >= 0 && tpe__now_ns() >= deadline_ns)
 			*rc = ETIMEDOUT;
 	} else {

@@ -28,6 +28,8 @@ struct tpe__locked {
 				     * work_cond; a lock-free offer reads it */
 	unsigned offers;            /* A: bumped after each accepted offer
 				     * (L held); spinning takers read it */
+	unsigned spin_misses;       /* L: spins in a row that saw no offer */
+	unsigned spin_probe;        /* L: waits since spinning stopped paying */
 };
 
 /*
