@@ -1722,11 +1722,72 @@ libtpe_targets(void)
 	handoff_targets();
 }
 
+/* A peer's spread in scenario sc: its slowest run's ns/task over its
+ * fastest's (metric 0), or -1. */
+static double
+spread(const char *sc, const char *peer)
+{
+	const struct summary *a = result(sc, peer);
+
+	return a != NULL && a->min[0] > 0 ? a->max[0] / a->min[0] : -1;
+}
+
+/*
+ * Issue 19's targets. The per-worker pool on tiny tasks: 1.2x Java's
+ * ForkJoinPool's throughput, within 1.2x of the reference's ns/task, and
+ * stable (the slowest of the runs within 1.5x of the fastest: one mode,
+ * not a bimodal split averaged away). The default pool: 1.5x Java's
+ * ThreadPoolExecutor and 3x the hand-rolled pool on tiny-1. Handoff:
+ * adaptive within 0.9x of the best forced mode. Idle latency: p99 at most
+ * the hand-rolled pool's.
+ */
+static void
+speed_targets(void)
+{
+	const struct summary *ad = result("handoff", "tpe-adaptive");
+	const char *modes[] = { "tpe-pc", "tpe-pec", "tpe-epc" };
+	double best = -1;
+	size_t i;
+
+	if (result("tiny-1", "libtpe-pw") == NULL &&
+	    result("tiny-1", "libtpe") == NULL && ad == NULL &&
+	    result("latency", "libtpe") == NULL)
+		return;
+	out("\ntargets (issue 19, speed, this machine):\n");
+	target("pw tiny-1 tasks/s >= 1.2x java-fjp", ratio_of("tiny-1",
+	    "libtpe-pw", "java-fjp", 1), true, 1.2, "x");
+	target("pw tiny-2 tasks/s >= 1.2x java-fjp", ratio_of("tiny-2",
+	    "libtpe-pw", "java-fjp", 1), true, 1.2, "x");
+	target("pw tiny-1 ns/task <= 1.2x ref", ratio_of("tiny-1",
+	    "libtpe-pw", "ref", 0), false, 1.2, "x");
+	target("pw tiny-2 ns/task <= 1.2x ref", ratio_of("tiny-2",
+	    "libtpe-pw", "ref", 0), false, 1.2, "x");
+	target("pw tiny-1 spread (max/min run) <= 1.5",
+	    spread("tiny-1", "libtpe-pw"), false, 1.5, "x");
+	target("pw tiny-2 spread (max/min run) <= 1.5",
+	    spread("tiny-2", "libtpe-pw"), false, 1.5, "x");
+	target("default tiny-1 tasks/s >= 1.5x java-tpe", ratio("tiny-1",
+	    "java-tpe", 1), true, 1.5, "x");
+	target("default tiny-1 tasks/s >= 3x hand-rolled", ratio("tiny-1",
+	    "hand-rolled", 1), true, 3, "x");
+	for (i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+		const struct summary *m = result("handoff", modes[i]);
+
+		if (m != NULL && m->med[1] > best)
+			best = m->med[1];
+	}
+	target("handoff: adaptive >= 0.9x best forced",
+	    ad != NULL && best > 0 ? ad->med[1] / best : -1, true, 0.9, "x");
+	target("latency p99 <= hand-rolled", ratio("latency", "hand-rolled",
+	    1), false, 1, "x");
+}
+
 static void
 print_targets(void)
 {
 	libtpe_targets();
 	per_worker_targets();
+	speed_targets();
 }
 
 /* ---- main ----------------------------------------------------------- */
