@@ -87,7 +87,12 @@ struct tpe__worker;
  * field says otherwise).
  */
 struct tpe {
+	/* Written by a locked-engine worker on every task, under the lock:
+	 * with the lock on one cache line. */
 	struct tpe__mutex lock;
+	size_t active;             /* L: counted by worker.c (a first task)
+				    * and the locked engine */
+	uint64_t completed;        /* L: the locked engine's */
 	pthread_cond_t idle_cond;  /* tpe_wait_idle waiters */
 	pthread_cond_t term_cond;  /* tpe_await_termination waiters */
 
@@ -97,9 +102,6 @@ struct tpe {
 	bool paused;               /* L, A: written with set_paused_locked;
 				    * read without L by tpe_try_execute and
 				    * the stacks engine */
-	size_t active;             /* L: counted by worker.c (a first task)
-				    * and the locked engine */
-	uint64_t completed;        /* L: the locked engine's */
 	size_t nthreads;           /* L */
 	size_t largest;            /* L: the most wc ever was */
 	size_t idle_waiters;       /* L, A: threads in tpe_wait_idle; read
