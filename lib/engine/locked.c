@@ -928,6 +928,7 @@ get_task_locked(struct tpe__locked *le, bool *reserved)
 		    after_task)) {
 			if (!may_leave_locked(le, empty))
 				continue;
+			tpe__task_flush_kept(&pool->tasks);
 			/* Leaving tasks to the others: a wake-up that was
 			 * meant for this worker must not leave with it. */
 			if (!empty && needs_signal_locked(le))
@@ -952,6 +953,7 @@ get_task_locked(struct tpe__locked *le, bool *reserved)
 				.ctx = le,
 			};
 
+			tpe__task_flush_kept(&pool->tasks);
 			t = tpe__reserve_park_locked(&pool->reserve, &env,
 			    reserved);
 			after_task = false;
@@ -963,6 +965,8 @@ get_task_locked(struct tpe__locked *le, bool *reserved)
 			deadline = -1;
 		else if (deadline < 0)
 			deadline = tpe__deadline(pool->keep_alive_ns);
+		/* Waiting: no spent node held meanwhile (task.h). */
+		tpe__task_flush_kept(&pool->tasks);
 		/* Spin once per get_task, then sleep: see take_locked. */
 		t = take_locked(le, deadline, spin, &rc);
 		after_task = false;
@@ -982,6 +986,7 @@ get_task_locked(struct tpe__locked *le, bool *reserved)
 	}
 	/* The one exit that need not see the queue empty: a stopped pool. */
 	TPE__ASSERT(pool->state >= TPE__STOP && pool->wc > 0);
+	tpe__task_flush_kept(&pool->tasks);
 	tpe__pool_set_wc_locked(pool, pool->wc - 1);
 	return NULL;
 }
@@ -1012,8 +1017,9 @@ locked_worker_loop(struct tpe__engine *e, struct tpe__task *t)
 			    pool->wc <= pool->nthreads);
 		}
 		tpe__mutex_unlock(&pool->lock);
-		if (!tpe__task_run(&pool->tasks, t))
+		if (!tpe__task_run_keep(&pool->tasks, t))
 			return false;
+		tpe__task_keep(&pool->tasks, t);
 		t = NULL;
 		tpe__mutex_lock(&pool->lock);
 		TPE__ASSERT(pool->active > 0);

@@ -37,11 +37,47 @@
 TPE__TLS struct tpe__task *tpe__tls_running_node; /* task.h */
 TPE__TLS tpe_t *tpe__tls_hook_pool;                /* task.h */
 
+/* The spent nodes this thread keeps (tpe__task_keep), newest first; this
+ * thread only. */
+#define KEPT_MAX 32
+static TPE__TLS struct {
+	struct tpe__task *first, *last;
+	size_t n;
+} kept;
+
 void
 tpe__task_atfork_child(void)
 {
+	struct tpe__task *t, *next;
+
 	free(tpe__tls_running_node);
 	tpe__tls_running_node = NULL;
+	for (t = kept.first; kept.n > 0; t = next, kept.n--) {
+		next = t->next;
+		free(t);
+	}
+	kept.first = kept.last = NULL;
+}
+
+void
+tpe__task_keep(const struct tpe__tasks *ts, struct tpe__task *t)
+{
+	t->next = kept.first;
+	kept.first = t;
+	if (kept.last == NULL)
+		kept.last = t;
+	if (++kept.n >= KEPT_MAX)
+		tpe__task_flush_kept(ts);
+}
+
+void
+tpe__task_flush_kept(const struct tpe__tasks *ts)
+{
+	if (kept.n == 0)
+		return;
+	tpe__node_put_chain(ts->returns, kept.first, kept.last, kept.n);
+	kept.first = kept.last = NULL;
+	kept.n = 0;
 }
 
 /* The one way a node ends: back to its pool's return stack. */

@@ -72,7 +72,7 @@ bool tpe__task_run(const struct tpe__tasks *ts, struct tpe__task *t);
 extern TPE__TLS struct tpe__task *tpe__tls_running_node;
 
 /* In the child of fork(), in the forking thread: frees the node of the
- * task that forked (see above). The future it may carry is left alone:
+ * task that forked (see above) and the spent nodes it kept (below). The future it may carry is left alone:
  * the returning run still reads it (future.h). */
 void tpe__task_atfork_child(void);
 
@@ -82,6 +82,18 @@ void tpe__task_atfork_child(void);
  * tpe__task_end_chain: one atomic operation per batch, not per task.
  */
 bool tpe__task_run_keep(const struct tpe__tasks *ts, struct tpe__task *t);
+/*
+ * A worker that runs one task at a time (the locked engine) keeps its
+ * spent nodes (tpe__task_run_keep's) and ends them KEPT_MAX (32) at a time
+ * with one atomic operation instead of two per task on the return
+ * stack's line, which every worker writes. It flushes them before it
+ * waits, parks or exits, so that an idle worker holds none; the child of
+ * a fork frees the forking thread's (tpe__task_atfork_child). This thread
+ * only.
+ */
+void tpe__task_keep(const struct tpe__tasks *ts, struct tpe__task *t);
+void tpe__task_flush_kept(const struct tpe__tasks *ts);
+
 /* Ends n spent nodes linked first .. last through their next fields. */
 void tpe__task_end_chain(const struct tpe__tasks *ts, struct tpe__task *first,
     struct tpe__task *last, size_t n);
