@@ -22,7 +22,14 @@
  *     sched_yield, so that it does not hold a CPU that a submitter is
  *     waiting for (this machine has as many cores as workers; yielding
  *     after every empty poll measured better here than pausing 64 times
- *     between yields, for throughput and far better for latency).
+ *     between yields, for throughput and far better for latency);
+ *   - a worker looks at its stack before it takes it (an exchange on an
+ *     empty stack would pull the line from the submitter for nothing), and
+ *     after a batch of at most REF_SMALL tasks it lets its stack fill for
+ *     REF_FILL_NS before the next take: detaching after every task or two
+ *     pulls the line on nearly every push (the same two tricks the
+ *     per-worker pool uses; without them the per-worker pool ran faster
+ *     than this "floor", which then bounded nothing).
  *   Shutdown: destroy sets stop; a worker exits when it finds its stack
  *   empty after having seen stop; tpe-bench only destroys an idle pool.
  *
@@ -32,12 +39,24 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "peer.h"
 
 #define CHUNK_NODES 4096
 #define CACHE_LINE 64
+#define REF_SMALL 4
+#define REF_FILL_NS 1000
+
+#if defined(__x86_64__) || defined(__i386__)
+#define ref_pause() __builtin_ia32_pause()
+#elif defined(__aarch64__)
+#define ref_pause() __asm__ __volatile__("yield" ::: "memory")
+#else
+#define ref_pause() __asm__ __volatile__("" ::: "memory")
+#endif
 
 struct rsub;
 
@@ -169,16 +188,42 @@ give_back(struct rnode *first, struct rnode *last)
 	    first, memory_order_release, memory_order_relaxed));
 }
 
+/* REF_FILL_NS of pause instructions (the clock read every 16). */
+static void
+fill_wait(void)
+{
+	struct timespec ts;
+	long long end, now;
+	int k;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	end = ts.tv_sec * 1000000000LL + ts.tv_nsec + REF_FILL_NS;
+	do {
+		for (k = 0; k < 16; k++)
+			ref_pause();
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		now = ts.tv_sec * 1000000000LL + ts.tv_nsec;
+	} while (now < end);
+}
+
 static void *
 worker(void *p)
 {
 	struct rworker *w = p;
 	struct rnode *h, *prev, *next, *n, *seg;
+	bool small = false;
+	size_t k;
 
 	for (;;) {
+		if (small)
+			fill_wait();
+		small = false;
+		/* A look first: no exchange on an empty stack. */
+		h = atomic_load_explicit(&w->head, memory_order_relaxed);
 		/* Acquire pairs with the release CAS in ref_submit(). */
-		h = atomic_exchange_explicit(&w->head, NULL,
-		    memory_order_acquire);
+		if (h != NULL)
+			h = atomic_exchange_explicit(&w->head, NULL,
+			    memory_order_acquire);
 		if (h == NULL) {
 			/* Pairs with the store in ref_destroy(); the stack was
 			 * empty after stop was seen, so it is drained. */
@@ -199,8 +244,10 @@ worker(void *p)
 			h = next;
 		}
 		h = prev;
-		for (n = h; n != NULL; n = n->next)
+		k = 0;
+		for (n = h; n != NULL; n = n->next, k++)
 			n->fn(n->arg);
+		small = k <= REF_SMALL;
 		/* Hand the nodes back, one CAS per run of one submitter's. */
 		seg = h;
 		while (seg != NULL) {
