@@ -260,9 +260,16 @@ tpe_try_execute(tpe_t *pool, tpe_fn fn, void *arg)
 	return pool->engine->ops->try_submit(pool->engine, fn, arg);
 }
 
-int
-tpe_submit(tpe_t *pool, tpe_call_fn fn, void *arg, tpe_future_t **future)
+/*
+ * tpe_submit and tpe_submit_wait: the future, then the engine's submit or
+ * submit_wait (`wait`). On any error the caller gets nothing and both
+ * references (the caller's and the task's) are dropped.
+ */
+static int
+submit_future(tpe_t *pool, tpe_call_fn fn, void *arg, bool wait,
+    int64_t timeout_ns, tpe_future_t **future)
 {
+	struct tpe__engine *e;
 	struct tpe_future *f;
 	int rc;
 
@@ -275,7 +282,9 @@ tpe_submit(tpe_t *pool, tpe_call_fn fn, void *arg, tpe_future_t **future)
 	rc = tpe__future_create(&f, fn, arg);
 	if (rc != 0)
 		return rc;
-	rc = pool->engine->ops->submit(pool->engine, NULL, arg, f);
+	e = pool->engine;
+	rc = wait ? e->ops->submit_wait(e, NULL, arg, f, timeout_ns) :
+	    e->ops->submit(e, NULL, arg, f);
 	if (rc != 0) {
 		tpe__future_unref(f);
 		tpe__future_unref(f);
@@ -283,6 +292,12 @@ tpe_submit(tpe_t *pool, tpe_call_fn fn, void *arg, tpe_future_t **future)
 	}
 	*future = f;
 	return 0;
+}
+
+int
+tpe_submit(tpe_t *pool, tpe_call_fn fn, void *arg, tpe_future_t **future)
+{
+	return submit_future(pool, fn, arg, false, 0, future);
 }
 
 /* ---- blocking submit: the engine's submit_wait ------------------------- */
@@ -304,26 +319,7 @@ int
 tpe_submit_wait(tpe_t *pool, tpe_call_fn fn, void *arg, int64_t timeout_ns,
     tpe_future_t **future)
 {
-	struct tpe_future *f;
-	int rc;
-
-	if (pool == NULL || fn == NULL || future == NULL)
-		return EINVAL;
-	if (load_state(pool) != TPE__RUNNING)
-		return ECANCELED;
-	rc = tpe__future_create(&f, fn, arg);
-	if (rc != 0)
-		return rc;
-	rc = pool->engine->ops->submit_wait(pool->engine, NULL, arg, f,
-	    timeout_ns);
-	if (rc != 0) {
-		/* Both references: the caller's and the task's (tpe_submit). */
-		tpe__future_unref(f);
-		tpe__future_unref(f);
-		return rc;
-	}
-	*future = f;
-	return 0;
+	return submit_future(pool, fn, arg, true, timeout_ns, future);
 }
 
 /* ---- lifecycle -------------------------------------------------------- */
