@@ -21,7 +21,7 @@
  * against the installed library and its public header only.
  */
 #if defined(__has_include)
-#if __has_include("task.h")
+#if __has_include("pool/task.h")
 #include "pool/task.h"
 #define WHITE_BOX 1
 #endif
