@@ -108,6 +108,14 @@ count(const struct tpe__reserve *r, int state)
 {
 	size_t i, n = 0;
 
+	/* A reserve no thread ever parked in has nothing to count, and its
+	 * slots' lines need not be read on every lock-free submission.
+	 * seq_cst: pairs with occupy's store before its slot CAS: a reader
+	 * that sees `used` false read it before any thread began to park, and
+	 * that thread's look at the work after its CAS sees what the reader
+	 * pushed before (the lock-free offer's Dekker pair). */
+	if (!tpe__dekker_load(&r->used))
+		return 0;
 	for (i = 0; i < r->capacity; i++)
 		if (load_state(&r->slots[i]) == state)
 			n++;
@@ -255,6 +263,9 @@ occupy(struct tpe__reserve *r)
 {
 	size_t i, k;
 
+	/* Before the slot CAS (count()). */
+	if (r->capacity > 0 && !tpe__hint_load(&r->used))
+		tpe__dekker_store(&r->used, true);
 	i = first_slot(r);
 	for (k = 0; k < r->capacity; k++, i = (i + 1) % r->capacity) {
 		struct tpe__reserve_slot *s = &r->slots[i];

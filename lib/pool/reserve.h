@@ -69,6 +69,9 @@ struct tpe__reserve {
 					  * yet (engine/locked.c, try_submit) */
 	unsigned epoch;                  /* A: bumped (under pool->lock) when
 					  * parked threads must re-check the pool */
+	bool used;                       /* A: a thread has parked here once
+					  * (set before its slot CAS; never
+					  * cleared) */
 };
 
 /* The capacity the attributes give for a pool of `max` threads: n, or the
