@@ -77,6 +77,7 @@
 #include "pool/state.h"
 #include "pool/submit_line.h"
 #include "pool/task.h"
+#include "sched/sched.h"
 #include "tpe.h"
 
 
@@ -114,6 +115,9 @@ struct tpe {
 
 	struct tpe__fork_entry fork_entry; /* I; links: the fork registry's */
 	struct tpe__tasks tasks;   /* I: what a task's life needs (task.h) */
+	/* The timer of delayed and periodic tasks (sched/sched.h): its I
+	 * fields set at create; pool.c calls its hooks without L. */
+	struct tpe__sched_hook sched_hook;
 
 	/* Read by every lock-free submission and rarely written: a cache
 	 * line of its own, away from the per-task fields above. */

@@ -1,0 +1,813 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_sched.c - delayed and periodic tasks (tpe_schedule(3)).
+ *
+ * From the JSR-166 TCK's ScheduledExecutorTest, translated: testExecute
+ * (delay 0 runs), testSchedule1/3 (one-shot runs, never before its delay,
+ * result through the future), testSchedule4 and testFixedRateSequence /
+ * testFixedDelaySequence (periodic runs, cancelled from inside), the
+ * testSchedule*_RejectedExecutionException family (ECANCELED after
+ * shutdown), testSchedule*_NullPointerException (EINVAL),
+ * testScheduleAtFixedRate/WithFixedDelay_IllegalArgument (period <= 0),
+ * testGetQueue/testPurge/testRemove-on-cancel (queued, tpe_purge,
+ * REMOVE_ON_CANCEL), testShutdown1-4 (the two shutdown flags),
+ * testShutdownNow_delayedTasks (hand-back, exactly once, ECANCELED),
+ * testGetDelay (tpe_future_get_delay).
+ * Left out: testInvokeAny/All (no invokeAny in libtpe), the thread-factory
+ * and interrupt tests (no factories, no interruption in C), the
+ * getCompletedTaskCount/ActiveCount ones (the pool's, test_stats),
+ * testSubmit* of plain tasks (test_future), the exception-in-periodic-task
+ * ones (a C task cannot throw), the timing ones that assert an upper bound.
+ *
+ * Helpers and tasks never call cmocka's asserts; the test thread does.
+ * No timing asserts except lower bounds ("never before its delay").
+ */
+#include <string.h>
+
+#include "helpers.h"
+
+/* Counts what the discard callback got per argument. */
+struct tally {
+	int ran;        /* atomic */
+	int discarded;  /* atomic */
+	int handed;     /* atomic: tpe_shutdown_now's callback */
+	int64_t at;     /* first run's time */
+	int64_t not_before;
+};
+
+static void
+tally_fn(void *arg)
+{
+	struct tally *t = arg;
+
+	if (__atomic_add_fetch(&t->ran, 1, __ATOMIC_SEQ_CST) == 1)
+		t->at = tu_now_ns();
+}
+
+static void
+discard_cb(tpe_fn fn, void *arg, void *ctx)
+{
+	(void)ctx;
+	if (fn != tally_fn)
+		return; /* only tallies count */
+	__atomic_add_fetch(&((struct tally *)arg)->discarded, 1,
+	    __ATOMIC_SEQ_CST);
+}
+
+static void
+handed_cb(tpe_fn fn, void *arg, void *ctx)
+{
+	(void)ctx;
+	if (fn != tally_fn)
+		return;
+	__atomic_add_fetch(&((struct tally *)arg)->handed, 1, __ATOMIC_SEQ_CST);
+}
+
+static tpe_t *
+make_pool(enum tpe_queue_kind kind, size_t cap, size_t core, size_t max,
+    unsigned flags)
+{
+	tpe_attr_t *a;
+	tpe_t *p;
+
+	assert_int_equal(tpe_attr_create(&a), 0);
+	assert_int_equal(tpe_attr_set_pool_size(a, core, max), 0);
+	assert_int_equal(tpe_attr_set_queue(a, kind, cap), 0);
+	assert_int_equal(tpe_attr_set_discard_callback(a, discard_cb, NULL), 0);
+	assert_int_equal(tpe_attr_set_schedule_flags(a, flags), 0);
+	assert_int_equal(tpe_create(&p, a), 0);
+	tpe_attr_destroy(a);
+	return p;
+}
+
+static tpe_t *
+default_pool(unsigned flags)
+{
+	return make_pool(TPE_QUEUE_UNBOUNDED, 0, 2, 2, flags);
+}
+
+static void
+noop_fn(void *arg)
+{
+	(void)arg;
+}
+
+static void *
+call_fn(void *arg)
+{
+	return arg;
+}
+
+/* ---- errors ----------------------------------------------------------- */
+
+static void
+test_sched_errors(void **state)
+{
+	tpe_future_t *f = (tpe_future_t *)&f;
+	tpe_attr_t *a;
+	tpe_t *p = default_pool(0);
+	int64_t d;
+
+	(void)state;
+	assert_int_equal(tpe_schedule(NULL, noop_fn, NULL, 0, NULL), EINVAL);
+	assert_int_equal(tpe_schedule(p, NULL, NULL, 0, &f), EINVAL);
+	assert_null(f);
+	assert_int_equal(tpe_schedule_call(p, NULL, NULL, 0, NULL), EINVAL);
+	assert_int_equal(tpe_schedule_call(NULL, call_fn, NULL, 0, NULL),
+	    EINVAL);
+	assert_int_equal(tpe_schedule_at_fixed_rate(p, noop_fn, NULL, 0, 0,
+	    NULL), EINVAL);
+	assert_int_equal(tpe_schedule_at_fixed_rate(p, noop_fn, NULL, 0, -1,
+	    NULL), EINVAL);
+	assert_int_equal(tpe_schedule_with_fixed_delay(p, noop_fn, NULL, 0, 0,
+	    NULL), EINVAL);
+	assert_int_equal(tpe_schedule_with_fixed_delay(NULL, noop_fn, NULL, 0,
+	    1, NULL), EINVAL);
+	assert_int_equal(tpe_schedule_at_fixed_rate(p, NULL, NULL, 0, 1,
+	    NULL), EINVAL);
+	assert_int_equal(tpe_future_get_delay(NULL, &d), EINVAL);
+	assert_int_equal(tpe_submit(p, call_fn, NULL, &f), 0);
+	assert_int_equal(tpe_future_get_delay(f, &d), EINVAL);
+	tpe_future_release(f);
+	assert_int_equal(tpe_schedule(p, noop_fn, NULL, TU_S, &f), 0);
+	assert_int_equal(tpe_future_get_delay(f, NULL), EINVAL);
+	assert_int_equal(tpe_future_cancel(f), 0);
+	tpe_future_release(f);
+	assert_int_equal(tpe_attr_create(&a), 0);
+	assert_int_equal(tpe_attr_set_schedule_flags(NULL, 0), EINVAL);
+	assert_int_equal(tpe_attr_set_schedule_flags(a, 0x8), EINVAL);
+	assert_int_equal(tpe_attr_set_schedule_flags(a, 0x7), 0);
+	tpe_attr_destroy(a);
+	/* After shutdown: ECANCELED, but EINVAL first. */
+	assert_int_equal(tpe_shutdown(p), 0);
+	assert_int_equal(tpe_schedule(p, noop_fn, NULL, 0, NULL), ECANCELED);
+	assert_int_equal(tpe_schedule_call(p, call_fn, NULL, 0, NULL),
+	    ECANCELED);
+	assert_int_equal(tpe_schedule_at_fixed_rate(p, noop_fn, NULL, 0, 1,
+	    NULL), ECANCELED);
+	assert_int_equal(tpe_schedule_with_fixed_delay(p, noop_fn, NULL, 0, 1,
+	    NULL), ECANCELED);
+	assert_int_equal(tpe_schedule(p, NULL, NULL, 0, NULL), EINVAL);
+	assert_int_equal(tpe_schedule_at_fixed_rate(p, noop_fn, NULL, 0, 0,
+	    NULL), EINVAL);
+	assert_int_equal(tpe_destroy(p), 0);
+}
+
+/* ---- one-shots -------------------------------------------------------- */
+
+static void
+test_sched_never_before_delay(void **state)
+{
+	struct tally t[8];
+	tpe_future_t *f[8];
+	tpe_t *p = default_pool(0);
+	void *res = NULL;
+	int i;
+
+	(void)state;
+	memset(t, 0, sizeof(t));
+	for (i = 0; i < 8; i++) {
+		t[i].not_before = tu_now_ns() + i * 3 * TU_MS;
+		assert_int_equal(tpe_schedule(p, tally_fn, &t[i], i * 3 * TU_MS,
+		    &f[i]), 0);
+	}
+	for (i = 0; i < 8; i++) {
+		assert_int_equal(tpe_future_get(f[i], 10 * TU_S, &res), 0);
+		assert_null(res);
+		assert_int_equal(tu_ran(&t[i]), 1);
+		assert_true(t[i].at >= t[i].not_before);
+		assert_true(tpe_future_is_done(f[i]));
+		assert_int_equal(tpe_future_cancel(f[i]), EBUSY);
+		tpe_future_release(f[i]);
+	}
+	assert_int_equal(tpe_schedule_call(p, call_fn, &t[0], 2 * TU_MS,
+	    &f[0]), 0);
+	assert_int_equal(tpe_future_get(f[0], 10 * TU_S, &res), 0);
+	assert_ptr_equal(res, &t[0]);
+	tpe_future_release(f[0]);
+	assert_int_equal(tpe_destroy(p), 0);
+}
+
+/* Delay <= 0 is now; equal due times keep the order they were scheduled
+ * in (one worker, so the run order is the entry order). */
+struct order {
+	pthread_mutex_t lock;
+	int seen[64];
+	int n;
+};
+struct order_item {
+	struct order *o;
+	int i;
+};
+
+static void
+order_fn(void *arg)
+{
+	struct order_item *it = arg;
+
+	pthread_mutex_lock(&it->o->lock);
+	it->o->seen[it->o->n++] = it->i;
+	pthread_mutex_unlock(&it->o->lock);
+}
+
+static void
+test_sched_fifo_and_nonpositive_delay(void **state)
+{
+	struct order o = { PTHREAD_MUTEX_INITIALIZER, { 0 }, 0 };
+	struct order_item it[64];
+	tpe_t *p = make_pool(TPE_QUEUE_UNBOUNDED, 0, 1, 1, 0);
+	int i;
+
+	(void)state;
+	for (i = 0; i < 64; i++) {
+		it[i].o = &o;
+		it[i].i = i;
+		assert_int_equal(tpe_schedule(p, order_fn, &it[i],
+		    i % 2 == 0 ? 0 : -TU_S, NULL), 0);
+	}
+	assert_int_equal(tpe_shutdown(p), 0);
+	assert_int_equal(tpe_await_termination(p, 10 * TU_S), 0);
+	assert_int_equal(o.n, 64);
+	for (i = 0; i < 64; i++)
+		assert_int_equal(o.seen[i], i);
+	assert_int_equal(tpe_destroy(p), 0);
+}
+
+static void
+test_sched_get_delay(void **state)
+{
+	tpe_future_t *f, *g;
+	tpe_t *p = default_pool(TPE_SCHED_REMOVE_ON_CANCEL);
+	int64_t d;
+
+	(void)state;
+	assert_int_equal(tpe_schedule(p, noop_fn, NULL, 60 * TU_S, &f), 0);
+	assert_int_equal(tpe_future_get_delay(f, &d), 0);
+	assert_true(d > 0 && d <= 60 * TU_S);
+	/* now + delay saturates: "never". */
+	assert_int_equal(tpe_schedule(p, noop_fn, NULL, INT64_MAX, &g), 0);
+	assert_int_equal(tpe_future_get_delay(g, &d), 0);
+	assert_true(d == INT64_MAX);
+	assert_int_equal(tpe_future_get(g, 0, NULL), ETIMEDOUT);
+	assert_int_equal(tpe_future_cancel(f), 0);
+	assert_int_equal(tpe_future_cancel(g), 0);
+	assert_int_equal(tpe_future_get(g, 0, NULL), ECANCELED);
+	tpe_future_release(f);
+	tpe_future_release(g);
+	assert_int_equal(tpe_destroy(p), 0);
+}
+
+/* ---- periodic --------------------------------------------------------- */
+
+struct periodic {
+	tpe_future_t *f;        /* set before the first run can cancel */
+	int ran;                /* atomic */
+	int inside;             /* atomic: overlap detector */
+	int overlap;            /* atomic */
+	int stop_after;
+	int64_t last_end, min_gap;
+	int64_t first_start, start0;
+	pthread_mutex_t lock;
+	sem_t set;
+};
+
+static void
+periodic_fn(void *arg)
+{
+	struct periodic *pe = arg;
+	int64_t now = tu_now_ns();
+	int n;
+
+	if (__atomic_add_fetch(&pe->inside, 1, __ATOMIC_SEQ_CST) != 1)
+		__atomic_store_n(&pe->overlap, 1, __ATOMIC_SEQ_CST);
+	pthread_mutex_lock(&pe->lock);
+	if (pe->last_end != 0 && now - pe->last_end < pe->min_gap)
+		pe->min_gap = now - pe->last_end;
+	if (pe->first_start == 0)
+		pe->first_start = now;
+	pthread_mutex_unlock(&pe->lock);
+	n = __atomic_add_fetch(&pe->ran, 1, __ATOMIC_SEQ_CST);
+	if (n == pe->stop_after) {
+		/* Wait until the scheduling call stored the future. */
+		sem_wait(&pe->set);
+		/* Cancelled while it runs: 0, and no other run starts. */
+		if (tpe_future_cancel(pe->f) != 0)
+			__atomic_store_n(&pe->overlap, 2, __ATOMIC_SEQ_CST);
+	}
+	pthread_mutex_lock(&pe->lock);
+	pe->last_end = tu_now_ns();
+	pthread_mutex_unlock(&pe->lock);
+	__atomic_sub_fetch(&pe->inside, 1, __ATOMIC_SEQ_CST);
+}
+
+static void
+periodic_init(struct periodic *pe, int stop_after)
+{
+	memset(pe, 0, sizeof(*pe));
+	pe->stop_after = stop_after;
+	pe->min_gap = INT64_MAX;
+	pthread_mutex_init(&pe->lock, NULL);
+	sem_init(&pe->set, 0, 0);
+}
+
+static void
+run_periodic(bool rate)
+{
+	struct periodic pe;
+	tpe_t *p = make_pool(TPE_QUEUE_UNBOUNDED, 0, 4, 4, 0);
+	int rc;
+
+	periodic_init(&pe, 5);
+	pe.start0 = tu_now_ns();
+	if (rate)
+		rc = tpe_schedule_at_fixed_rate(p, periodic_fn, &pe, TU_MS,
+		    2 * TU_MS, &pe.f);
+	else
+		rc = tpe_schedule_with_fixed_delay(p, periodic_fn, &pe, TU_MS,
+		    2 * TU_MS, &pe.f);
+	assert_int_equal(rc, 0);
+	sem_post(&pe.set);
+	/* Completes only by cancel. */
+	assert_int_equal(tpe_future_get(pe.f, 30 * TU_S, NULL), ECANCELED);
+	assert_true(tpe_future_is_cancelled(pe.f));
+	assert_int_equal(tpe_shutdown(p), 0);
+	assert_int_equal(tpe_await_termination(p, 30 * TU_S), 0);
+	assert_int_equal(tu_ran(&pe), 5);
+	assert_int_equal(pe.overlap, 0);
+	assert_true(pe.first_start >= pe.start0 + TU_MS);
+	if (!rate)
+		assert_true(pe.min_gap >= 2 * TU_MS);
+	tpe_future_release(pe.f);
+	assert_int_equal(tpe_destroy(p), 0);
+}
+
+static void
+test_sched_fixed_rate(void **state)
+{
+	(void)state;
+	run_periodic(true);
+}
+
+static void
+test_sched_fixed_delay(void **state)
+{
+	(void)state;
+	run_periodic(false);
+}
+
+/* A fixed-rate run that overruns: the next ones run back to back, never
+ * overlapping, and none is skipped (start k >= first + k * period). */
+struct overrun {
+	int ran;
+	int inside, overlap;
+	int64_t start[8];
+	struct tu_latch *release;
+	struct tu_latch *done;
+};
+
+static void
+overrun_fn(void *arg)
+{
+	struct overrun *o = arg;
+	int n;
+
+	if (__atomic_add_fetch(&o->inside, 1, __ATOMIC_SEQ_CST) != 1)
+		__atomic_store_n(&o->overlap, 1, __ATOMIC_SEQ_CST);
+	n = __atomic_load_n(&o->ran, __ATOMIC_SEQ_CST);
+	if (n < 8)
+		o->start[n] = tu_now_ns();
+	if (n == 0)
+		tu_latch_wait(o->release);
+	__atomic_sub_fetch(&o->inside, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_add_fetch(&o->ran, 1, __ATOMIC_SEQ_CST) == 8)
+		tu_latch_count_down(o->done);
+}
+
+static void
+test_sched_fixed_rate_overrun(void **state)
+{
+	struct tu_latch release, done;
+	struct overrun o;
+	tpe_future_t *f;
+	tpe_t *p = make_pool(TPE_QUEUE_UNBOUNDED, 0, 4, 4, 0);
+	int64_t t0;
+	int i;
+
+	(void)state;
+	memset(&o, 0, sizeof(o));
+	tu_latch_init(&release, 1);
+	tu_latch_init(&done, 1);
+	o.release = &release;
+	o.done = &done;
+	t0 = tu_now_ns();
+	assert_int_equal(tpe_schedule_at_fixed_rate(p, overrun_fn, &o, 0,
+	    TU_MS, &f), 0);
+	tu_sleep_ns(10 * TU_MS); /* only lets the first run overrun */
+	tu_latch_count_down(&release);
+	tu_latch_wait(&done);
+	assert_int_equal(tpe_future_cancel(f), 0);
+	assert_int_equal(o.overlap, 0);
+	for (i = 0; i < 8; i++)
+		assert_true(o.start[i] >= t0 + i * TU_MS);
+	tpe_future_release(f);
+	assert_int_equal(tpe_destroy(p), 0);
+	tu_latch_destroy(&release);
+	tu_latch_destroy(&done);
+}
+
+/* ---- cancel, purge, REMOVE_ON_CANCEL ----------------------------------- */
+
+static void
+test_sched_cancel_discard_purge(void **state)
+{
+	struct tally t[4];
+	tpe_future_t *f[4];
+	struct tpe_stats st;
+	size_t purged;
+	tpe_t *p = default_pool(0);
+	int i;
+
+	(void)state;
+	memset(t, 0, sizeof(t));
+	for (i = 0; i < 4; i++)
+		assert_int_equal(tpe_schedule(p, tally_fn, &t[i], 60 * TU_S,
+		    &f[i]), 0);
+	assert_int_equal(tpe_get_stats(p, &st, sizeof(st)), 0);
+	assert_int_equal(st.queued, 4);
+	assert_int_equal(tpe_future_cancel(f[0]), 0);
+	assert_int_equal(tpe_future_cancel(f[1]), 0);
+	assert_int_equal(tpe_future_get(f[0], 0, NULL), ECANCELED);
+	/* Without REMOVE_ON_CANCEL it stays until purge. */
+	assert_int_equal(tpe_get_stats(p, &st, sizeof(st)), 0);
+	assert_int_equal(st.queued, 4);
+	assert_int_equal(tpe_purge(p, &purged), 0);
+	assert_int_equal(purged, 2);
+	assert_int_equal(t[0].discarded, 1);
+	assert_int_equal(t[1].discarded, 1);
+	assert_int_equal(tpe_get_stats(p, &st, sizeof(st)), 0);
+	assert_int_equal(st.queued, 2);
+	/* Shutdown: delayed one-shots stay; cancelled ones then leave at
+	 * once, so termination does not wait for their due time. */
+	assert_int_equal(tpe_shutdown(p), 0);
+	assert_int_equal(tpe_await_termination(p, 0), ETIMEDOUT);
+	assert_int_equal(tpe_future_cancel(f[2]), 0);
+	assert_int_equal(tpe_future_cancel(f[3]), 0);
+	assert_int_equal(tpe_await_termination(p, 10 * TU_S), 0);
+	for (i = 0; i < 4; i++) {
+		assert_int_equal(t[i].ran, 0);
+		assert_int_equal(t[i].discarded, 1);
+		tpe_future_release(f[i]);
+	}
+	assert_int_equal(tpe_destroy(p), 0);
+}
+
+static void
+test_sched_remove_on_cancel(void **state)
+{
+	struct tally t;
+	tpe_future_t *f;
+	struct tpe_stats st;
+	tpe_t *p = default_pool(TPE_SCHED_REMOVE_ON_CANCEL);
+
+	(void)state;
+	memset(&t, 0, sizeof(t));
+	assert_int_equal(tpe_schedule_with_fixed_delay(p, tally_fn, &t,
+	    60 * TU_S, TU_S, &f), 0);
+	assert_int_equal(tpe_get_stats(p, &st, sizeof(st)), 0);
+	assert_int_equal(st.queued, 1);
+	assert_int_equal(tpe_future_cancel(f), 0);
+	assert_int_equal(t.discarded, 1);
+	assert_int_equal(tpe_get_stats(p, &st, sizeof(st)), 0);
+	assert_int_equal(st.queued, 0);
+	assert_int_equal(tpe_future_cancel(f), 0); /* again: no second hand-back */
+	assert_int_equal(t.discarded, 1);
+	tpe_future_release(f);
+	assert_int_equal(tpe_destroy(p), 0);
+}
+
+/* ---- shutdown variants ------------------------------------------------- */
+
+static void
+shutdown_case(unsigned flags, bool delayed_runs, bool periodic_continues)
+{
+	struct tally one, per;
+	tpe_future_t *f1, *fp;
+	tpe_t *p = default_pool(flags);
+
+	memset(&one, 0, sizeof(one));
+	memset(&per, 0, sizeof(per));
+	assert_int_equal(tpe_schedule(p, tally_fn, &one, 20 * TU_MS, &f1), 0);
+	assert_int_equal(tpe_schedule_at_fixed_rate(p, tally_fn, &per, 0,
+	    TU_MS, &fp), 0);
+	while (tu_ran(&per) == 0)
+		tu_sleep_ns(TU_MS);
+	assert_int_equal(tpe_shutdown(p), 0);
+	assert_true(tpe_is_shutdown(p));
+	if (periodic_continues) {
+		int seen = tu_ran(&per);
+
+		while (tu_ran(&per) < seen + 3)
+			tu_sleep_ns(TU_MS);
+		assert_false(tpe_is_terminated(p));
+		assert_int_equal(tpe_future_cancel(fp), 0);
+	}
+	assert_int_equal(tpe_await_termination(p, 30 * TU_S), 0);
+	assert_int_equal(tpe_future_get(fp, 0, NULL), ECANCELED);
+	assert_int_equal(per.discarded, 1);
+	if (delayed_runs) {
+		assert_int_equal(tpe_future_get(f1, 0, NULL), 0);
+		assert_int_equal(one.ran, 1);
+		assert_int_equal(one.discarded, 0);
+	} else {
+		assert_int_equal(tpe_future_get(f1, 0, NULL), ECANCELED);
+		assert_int_equal(one.ran, 0);
+		assert_int_equal(one.discarded, 1);
+	}
+	tpe_future_release(f1);
+	tpe_future_release(fp);
+	assert_int_equal(tpe_destroy(p), 0);
+}
+
+static void
+test_sched_shutdown_default(void **state)
+{
+	(void)state;
+	shutdown_case(0, true, false);
+}
+
+static void
+test_sched_shutdown_drop_delayed(void **state)
+{
+	(void)state;
+	shutdown_case(TPE_SCHED_DROP_DELAYED_AFTER_SHUTDOWN, false, false);
+}
+
+static void
+test_sched_shutdown_continue_periodic(void **state)
+{
+	(void)state;
+	shutdown_case(TPE_SCHED_CONTINUE_PERIODIC_AFTER_SHUTDOWN, true, true);
+}
+
+static void
+test_sched_shutdown_now_hands_back(void **state)
+{
+	struct tally t[16];
+	tpe_future_t *f[16];
+	tpe_t *p = default_pool(0);
+	int i;
+
+	(void)state;
+	memset(t, 0, sizeof(t));
+	for (i = 0; i < 16; i++) {
+		if (i % 2 == 0)
+			assert_int_equal(tpe_schedule(p, tally_fn, &t[i],
+			    60 * TU_S, &f[i]), 0);
+		else
+			assert_int_equal(tpe_schedule_at_fixed_rate(p,
+			    tally_fn, &t[i], 60 * TU_S, TU_S, &f[i]), 0);
+	}
+	assert_int_equal(tpe_shutdown_now(p, handed_cb, NULL), 0);
+	for (i = 0; i < 16; i++) {
+		assert_int_equal(tpe_future_get(f[i], 0, NULL), ECANCELED);
+		assert_int_equal(t[i].handed, 1);
+		assert_int_equal(t[i].discarded, 0);
+		assert_int_equal(t[i].ran, 0);
+		tpe_future_release(f[i]);
+	}
+	assert_int_equal(tpe_await_termination(p, 10 * TU_S), 0);
+	assert_int_equal(tpe_destroy(p), 0);
+}
+
+/* ---- scheduling from tasks, refusal --------------------------------- */
+
+struct chain {
+	tpe_t *pool;
+	int left;
+	sem_t done;
+};
+
+static void
+chain_fn(void *arg)
+{
+	struct chain *c = arg;
+
+	if (--c->left == 0 ||
+	    tpe_schedule(c->pool, chain_fn, c, TU_MS / 10, NULL) != 0)
+		sem_post(&c->done);
+}
+
+static void
+test_sched_from_tasks(void **state)
+{
+	struct chain c;
+
+	(void)state;
+	c.pool = default_pool(0);
+	c.left = 50;
+	sem_init(&c.done, 0, 0);
+	assert_int_equal(tpe_schedule(c.pool, chain_fn, &c, 0, NULL), 0);
+	assert_true(tu_sem_wait_for(&c.done, 30 * TU_S));
+	assert_int_equal(c.left, 0);
+	assert_int_equal(tpe_destroy(c.pool), 0);
+	sem_destroy(&c.done);
+}
+
+/* A saturated bounded pool (one worker blocked, queue full, abort
+ * policy): due tasks wait in the timer, none is rejected or lost. */
+static void
+test_sched_saturated_pool_loses_nothing(void **state)
+{
+	struct tu_latch started, release;
+	struct tu_blocker b = { &started, &release, NULL, 0 };
+	struct tally t[8];
+	tpe_future_t *f[8];
+	tpe_t *p = make_pool(TPE_QUEUE_BOUNDED, 1, 1, 1, 0);
+	int64_t d;
+	int i, filler = 0;
+
+	(void)state;
+	memset(t, 0, sizeof(t));
+	tu_latch_init(&started, 1);
+	tu_latch_init(&release, 1);
+	assert_int_equal(tpe_execute(p, tu_blocker_fn, &b), 0);
+	tu_latch_wait(&started);
+	assert_int_equal(tpe_execute(p, tu_count_fn, &filler), 0);
+	for (i = 0; i < 8; i++)
+		assert_int_equal(tpe_schedule(p, tally_fn, &t[i], 0, &f[i]), 0);
+	tu_sleep_ns(5 * TU_MS); /* they are due; the pool is full */
+	assert_int_equal(tpe_future_get_delay(f[7], &d), 0);
+	assert_true(d <= 0);
+	assert_false(tpe_future_is_done(f[7]));
+	tu_latch_count_down(&release);
+	for (i = 0; i < 8; i++) {
+		assert_int_equal(tpe_future_get(f[i], 30 * TU_S, NULL), 0);
+		assert_int_equal(t[i].ran, 1);
+		tpe_future_release(f[i]);
+	}
+	assert_int_equal(tpe_destroy(p), 0);
+	assert_int_equal(filler, 1);
+	tu_latch_destroy(&started);
+	tu_latch_destroy(&release);
+}
+
+/* ---- exactly once, races ---------------------------------------------- */
+
+struct stress {
+	tpe_future_t **f;
+	struct tally *t;
+	size_t n;
+	uint64_t seed;
+};
+
+static void *
+canceller_main(void *arg)
+{
+	struct stress *s = arg;
+	size_t i;
+
+	for (i = 0; i < s->n; i++) {
+		if (tu_rnd(&s->seed, 2) == 0)
+			(void)tpe_future_cancel(s->f[i]);
+	}
+	return NULL;
+}
+
+static void
+stress_kind(enum tpe_queue_kind kind, size_t cap, size_t core, size_t max,
+    unsigned flags, size_t n)
+{
+	struct stress s;
+	pthread_t th;
+	tpe_t *p = make_pool(kind, cap, core, max, flags);
+	uint64_t seed = 12345;
+	size_t i;
+
+	s.f = calloc(n, sizeof(*s.f));
+	s.t = calloc(n, sizeof(*s.t));
+	s.n = n;
+	s.seed = 777;
+	assert_non_null(s.f);
+	assert_non_null(s.t);
+	for (i = 0; i < n; i++)
+		assert_int_equal(tpe_schedule(p, tally_fn, &s.t[i],
+		    (int64_t)tu_rnd(&seed, 2000) * 1000, &s.f[i]), 0);
+	assert_int_equal(pthread_create(&th, NULL, canceller_main, &s), 0);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(tpe_shutdown(p), 0);
+	assert_int_equal(tpe_await_termination(p, 60 * TU_S), 0);
+	for (i = 0; i < n; i++) {
+		int r = s.t[i].ran, d = s.t[i].discarded;
+		int rc = tpe_future_get(s.f[i], 0, NULL);
+
+		assert_int_equal(r + d, 1);
+		assert_int_equal(rc, r == 1 ? 0 : ECANCELED);
+		tpe_future_release(s.f[i]);
+	}
+	assert_int_equal(tpe_destroy(p), 0);
+	free(s.f);
+	free(s.t);
+}
+
+static void
+test_sched_exactly_once_random(void **state)
+{
+	(void)state;
+	stress_kind(TPE_QUEUE_UNBOUNDED, 0, 2, 2, 0, 100000);
+	stress_kind(TPE_QUEUE_UNBOUNDED, 0, 2, 2, TPE_SCHED_REMOVE_ON_CANCEL,
+	    20000);
+}
+
+static void
+test_sched_every_queue_kind(void **state)
+{
+	(void)state;
+	stress_kind(TPE_QUEUE_BOUNDED, 4, 1, 2, 0, 5000);
+	stress_kind(TPE_QUEUE_HANDOFF, 0, 1, 2, 0, 5000);
+	stress_kind(TPE_QUEUE_PER_WORKER, 0, 2, 2, 0, 5000);
+}
+
+/* Cancel racing the due time: both threads start on a barrier; the task
+ * runs or is cancelled (then handed to discard), never both. */
+struct race {
+	pthread_barrier_t go;
+	tpe_future_t *f;
+	int rc;
+};
+
+static void *
+race_main(void *arg)
+{
+	struct race *r = arg;
+
+	pthread_barrier_wait(&r->go);
+	r->rc = tpe_future_cancel(r->f);
+	return NULL;
+}
+
+static void
+test_sched_cancel_races_due_time(void **state)
+{
+	tpe_t *p = default_pool(0);
+	int i;
+
+	(void)state;
+	for (i = 0; i < 2000; i++) {
+		struct race r;
+		struct tally t;
+		pthread_t th;
+
+		memset(&t, 0, sizeof(t));
+		pthread_barrier_init(&r.go, NULL, 2);
+		assert_int_equal(pthread_create(&th, NULL, race_main, &r), 0);
+		assert_int_equal(tpe_schedule(p, tally_fn, &t, i % 3 == 0 ? 0 :
+		    (i % 50) * 1000, &r.f), 0);
+		pthread_barrier_wait(&r.go);
+		assert_int_equal(pthread_join(th, NULL), 0);
+		if (r.rc == 0) {
+			assert_int_equal(tpe_future_get(r.f, 10 * TU_S, NULL),
+			    ECANCELED);
+		} else {
+			assert_int_equal(r.rc, EBUSY);
+			assert_int_equal(tpe_future_get(r.f, 10 * TU_S, NULL),
+			    0);
+		}
+		tpe_future_release(r.f);
+		/* The hand-back or the run has happened or will: wait. */
+		while (tu_ran(&t) + __atomic_load_n(&t.discarded,
+		    __ATOMIC_SEQ_CST) == 0)
+			assert_int_equal(tpe_purge(p, NULL), 0);
+		assert_int_equal(tu_ran(&t) + t.discarded, 1);
+		assert_int_equal(tu_ran(&t), r.rc == 0 ? 0 : 1);
+		pthread_barrier_destroy(&r.go);
+	}
+	assert_int_equal(tpe_destroy(p), 0);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_sched_errors),
+		cmocka_unit_test(test_sched_never_before_delay),
+		cmocka_unit_test(test_sched_fifo_and_nonpositive_delay),
+		cmocka_unit_test(test_sched_get_delay),
+		cmocka_unit_test(test_sched_fixed_rate),
+		cmocka_unit_test(test_sched_fixed_delay),
+		cmocka_unit_test(test_sched_fixed_rate_overrun),
+		cmocka_unit_test(test_sched_cancel_discard_purge),
+		cmocka_unit_test(test_sched_remove_on_cancel),
+		cmocka_unit_test(test_sched_shutdown_default),
+		cmocka_unit_test(test_sched_shutdown_drop_delayed),
+		cmocka_unit_test(test_sched_shutdown_continue_periodic),
+		cmocka_unit_test(test_sched_shutdown_now_hands_back),
+		cmocka_unit_test(test_sched_from_tasks),
+		cmocka_unit_test(test_sched_saturated_pool_loses_nothing),
+		cmocka_unit_test(test_sched_exactly_once_random),
+		cmocka_unit_test(test_sched_every_queue_kind),
+		cmocka_unit_test(test_sched_cancel_races_due_time),
+	};
+
+	tu_time_bound(0);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
