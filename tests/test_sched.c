@@ -23,8 +23,12 @@
  * No timing asserts except lower bounds ("never before its delay").
  */
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#define TU_FAULT_INJECTION /* this binary links the --wrap wrappers */
 #include "helpers.h"
+#include "pool/pool.h"
 
 /* Counts what the discard callback got per argument. */
 struct tally {
@@ -651,6 +655,28 @@ test_sched_saturated_pool_loses_nothing(void **state)
 	tu_latch_destroy(&release);
 }
 
+/* A paused pool takes due tasks as tpe_execute does; they run after
+ * resume. */
+static void
+test_sched_paused_pool(void **state)
+{
+	struct tally t;
+	tpe_future_t *f;
+	tpe_t *p = default_pool(0);
+
+	(void)state;
+	memset(&t, 0, sizeof(t));
+	assert_int_equal(tpe_pause(p), 0);
+	assert_int_equal(tpe_schedule(p, tally_fn, &t, 0, &f), 0);
+	assert_int_equal(tpe_future_get(f, 20 * TU_MS, NULL), ETIMEDOUT);
+	assert_int_equal(t.ran, 0);
+	assert_int_equal(tpe_resume(p), 0);
+	assert_int_equal(tpe_future_get(f, 10 * TU_S, NULL), 0);
+	assert_int_equal(t.ran, 1);
+	tpe_future_release(f);
+	assert_int_equal(tpe_destroy(p), 0);
+}
+
 /* ---- exactly once, races ---------------------------------------------- */
 
 struct stress {
@@ -727,6 +753,48 @@ test_sched_every_queue_kind(void **state)
 	stress_kind(TPE_QUEUE_PER_WORKER, 0, 2, 2, 0, 5000);
 }
 
+/* The scale-first policy with a caller-runs rejection: the timer never
+ * meets the policy, so every task runs on a worker of the pool, none on
+ * the timer thread (white-box: the worker's thread-local pool). */
+static int ran_off_worker;
+
+static void
+probe_fn(void *arg)
+{
+	if (tpe__tls_worker_pool == NULL)
+		__atomic_store_n(&ran_off_worker, 1, __ATOMIC_SEQ_CST);
+	tally_fn(arg);
+}
+
+static void
+test_sched_scale_first_caller_runs(void **state)
+{
+	struct tally t[200];
+	tpe_future_t *f[200];
+	tpe_attr_t *a;
+	tpe_t *p;
+	int i;
+
+	(void)state;
+	memset(t, 0, sizeof(t));
+	assert_int_equal(tpe_attr_create(&a), 0);
+	assert_int_equal(tpe_attr_set_pool_size(a, 1, 2), 0);
+	assert_int_equal(tpe_attr_set_queue(a, TPE_QUEUE_BOUNDED, 2), 0);
+	assert_int_equal(tpe_attr_set_policy(a, TPE_POLICY_SCALE_FIRST), 0);
+	assert_int_equal(tpe_attr_set_rejection(a, TPE_REJECT_CALLER_RUNS), 0);
+	assert_int_equal(tpe_create(&p, a), 0);
+	tpe_attr_destroy(a);
+	for (i = 0; i < 200; i++)
+		assert_int_equal(tpe_schedule(p, probe_fn, &t[i], 0, &f[i]), 0);
+	for (i = 0; i < 200; i++) {
+		assert_int_equal(tpe_future_get(f[i], 30 * TU_S, NULL), 0);
+		assert_int_equal(t[i].ran, 1);
+		tpe_future_release(f[i]);
+	}
+	assert_int_equal(ran_off_worker, 0);
+	assert_int_equal(tpe_destroy(p), 0);
+}
+
 /* Cancel racing the due time: both threads start on a barrier; the task
  * runs or is cancelled (then handed to discard), never both. */
 struct race {
@@ -784,6 +852,82 @@ test_sched_cancel_races_due_time(void **state)
 	assert_int_equal(tpe_destroy(p), 0);
 }
 
+/* ---- failures and fork ------------------------------------------------ */
+
+/* The scheduler's calloc, the timer's pthread_create, the record's malloc:
+ * each fails with its documented error, schedules nothing and leaks
+ * nothing (the ASan build checks the leaks); a later call works. */
+static void
+test_sched_malloc_and_thread_failures(void **state)
+{
+	struct tally t;
+	tpe_future_t *f = NULL;
+	tpe_t *p = default_pool(0);
+
+	(void)state;
+	memset(&t, 0, sizeof(t));
+	fault_arm(&malloc_fault, 0, -1, false);
+	assert_int_equal(tpe_schedule(p, tally_fn, &t, 0, &f), ENOMEM);
+	fault_disarm(&malloc_fault);
+	assert_null(f);
+	fault_arm(&create_fault, 0, -1, false);
+	assert_int_equal(tpe_schedule(p, tally_fn, &t, 0, &f), EAGAIN);
+	assert_true(fault_disarm(&create_fault) >= 1);
+	assert_null(f);
+	/* The scheduler exists now; only the record's malloc fails. */
+	assert_int_equal(tpe_schedule(p, tally_fn, &t, 0, &f), 0);
+	assert_int_equal(tpe_future_get(f, 10 * TU_S, NULL), 0);
+	tpe_future_release(f);
+	f = NULL;
+	fault_arm(&malloc_fault, 0, -1, false);
+	assert_int_equal(tpe_schedule_at_fixed_rate(p, tally_fn, &t, 0, TU_MS,
+	    &f), ENOMEM);
+	fault_disarm(&malloc_fault);
+	assert_null(f);
+	assert_int_equal(tpe_destroy(p), 0);
+	assert_int_equal(t.ran, 1);
+	assert_int_equal(t.discarded, 0);
+}
+
+/* fork() with pending timers: the child has no timer; its pool is
+ * terminated, a schedule says ECANCELED, and destroy returns. */
+static void
+test_sched_fork_child(void **state)
+{
+	struct tally t;
+	tpe_future_t *f;
+	tpe_t *p = default_pool(0);
+	pid_t pid;
+	int status;
+
+	(void)state;
+	memset(&t, 0, sizeof(t));
+	assert_int_equal(tpe_schedule(p, tally_fn, &t, 60 * TU_S, &f), 0);
+	assert_int_equal(tpe_schedule_at_fixed_rate(p, noop_fn, NULL, 0, TU_MS,
+	    NULL), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int bad = 0;
+
+		if (tpe_schedule(p, noop_fn, NULL, 0, NULL) != ECANCELED)
+			bad |= 1;
+		if (tpe_future_cancel(f) != 0)
+			bad |= 2;
+		tpe_future_release(f);
+		if (tpe_destroy(p) != 0)
+			bad |= 4;
+		_exit(bad);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_int_equal(tpe_future_cancel(f), 0);
+	tpe_future_release(f);
+	assert_int_equal(tpe_destroy(p), 0);
+	assert_int_equal(t.discarded, 1);
+}
+
 int
 main(void)
 {
@@ -805,7 +949,11 @@ main(void)
 		cmocka_unit_test(test_sched_saturated_pool_loses_nothing),
 		cmocka_unit_test(test_sched_exactly_once_random),
 		cmocka_unit_test(test_sched_every_queue_kind),
+		cmocka_unit_test(test_sched_paused_pool),
+		cmocka_unit_test(test_sched_scale_first_caller_runs),
 		cmocka_unit_test(test_sched_cancel_races_due_time),
+		cmocka_unit_test(test_sched_malloc_and_thread_failures),
+		cmocka_unit_test(test_sched_fork_child),
 	};
 
 	tu_time_bound(0);

@@ -855,6 +855,7 @@ atfork_child(void *ctx)
 	while ((t = tpe__task_list_pop(&out)) != NULL) {
 		if (t->future != NULL)
 			tpe__future_unref(t->future);
+		tpe__sched_atfork_forget(t);
 		tpe__task_free(&pool->tasks, t);
 	}
 	tpe__worker_forget_all_locked(pool);

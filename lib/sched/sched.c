@@ -86,6 +86,7 @@ struct tpe__sched {
 };
 
 static const struct tpe__future_sched sched_future_ops;
+static struct tpe__sched *hook_sched(const struct tpe__sched_hook *h);
 
 /* ---- the heap (S held) ------------------------------------------------ */
 
@@ -573,6 +574,8 @@ on_cancel(struct tpe_future *f)
 	struct tpe__sched *s = r->s;
 	bool removed = false;
 
+	if (tpe__forked_since(s->fork_gen))
+		return; /* the child: see hook_sched */
 	tpe__mutex_lock(&s->lock);
 	if (r->idx != NOT_IN_HEAP &&
 	    ((s->h->flags & TPE_SCHED_REMOVE_ON_CANCEL) != 0 || s->shutdown)) {
@@ -603,11 +606,21 @@ static const struct tpe__future_sched sched_future_ops = {
 
 /* ---- the pool's hooks -------------------------------------------------- */
 
+/*
+ * The pool's scheduler, or NULL when it has none or when this is the
+ * child of a fork(): there the timer thread is gone and s->lock may be
+ * held by a parent thread, so the hooks do nothing (the child's pool is
+ * terminated already) and tpe__sched_destroy only frees memory.
+ */
 static struct tpe__sched *
 hook_sched(const struct tpe__sched_hook *h)
 {
 	/* Pairs with get_sched's CAS. */
-	return __atomic_load_n(&h->s, __ATOMIC_ACQUIRE);
+	struct tpe__sched *s = __atomic_load_n(&h->s, __ATOMIC_ACQUIRE);
+
+	if (s != NULL && tpe__forked_since(s->fork_gen))
+		return NULL;
+	return s;
 }
 
 /* Moves the records that must not stay (keep() false) out of the heap
@@ -801,7 +814,8 @@ tpe__sched_purge(struct tpe__sched_hook *h)
 void
 tpe__sched_destroy(struct tpe__sched_hook *h)
 {
-	struct tpe__sched *s = hook_sched(h);
+	/* Not hook_sched: the child frees its copy's memory too. */
+	struct tpe__sched *s = __atomic_load_n(&h->s, __ATOMIC_ACQUIRE);
 	size_t i;
 
 	if (s == NULL)
@@ -811,7 +825,7 @@ tpe__sched_destroy(struct tpe__sched_hook *h)
 		/* The child: the timer thread is not here, the locks may be
 		 * held by parent threads; only memory is freed. */
 		for (i = 0; i < s->n; i++)
-			free(s->heap[i]);
+			tpe__future_unref(&s->heap[i]->f);
 		sched_free(s);
 		return;
 	}
@@ -820,4 +834,13 @@ tpe__sched_destroy(struct tpe__sched_hook *h)
 	for (i = 0; i < s->n; i++)
 		(void)discard(s->heap[i]);
 	sched_free(s);
+}
+
+void
+tpe__sched_atfork_forget(struct tpe__task *t)
+{
+	/* The child: only the scheduler's reference goes (an atomic
+	 * decrement; the last one frees without touching the locks). */
+	if (t->future == NULL && t->fn == run_task)
+		tpe__future_unref(&((struct sched_task *)t->arg)->f);
 }

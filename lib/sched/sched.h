@@ -50,6 +50,7 @@ struct tpe__sched_hook {
  * tpe__sched_purge: removes cancelled pending tasks; how many.
  * tpe__sched_destroy: from tpe_destroy after termination (joins the timer
  *   thread; in a fork child only frees memory: the thread is gone there).
+ * tpe__sched_atfork_forget: from the pool's fork child handler.
  */
 void tpe__sched_shutdown(struct tpe__sched_hook *h);
 void tpe__sched_shutdown_now(struct tpe__sched_hook *h, tpe_handback_fn cb,
@@ -58,6 +59,9 @@ bool tpe__sched_translate(struct tpe__sched_hook *h, struct tpe__task *t);
 size_t tpe__sched_pending(const struct tpe__sched_hook *h);
 size_t tpe__sched_purge(struct tpe__sched_hook *h);
 void tpe__sched_destroy(struct tpe__sched_hook *h);
+/* The pool's fork child handler, for each queued node it frees: drops a
+ * scheduled task's record (the child has no timer). */
+void tpe__sched_atfork_forget(struct tpe__task *t);
 
 /* pool.c's accessor for the public calls in sched.c. */
 struct tpe__sched_hook *tpe__pool_sched_hook(tpe_t *pool);
