@@ -655,6 +655,50 @@ test_sched_saturated_pool_loses_nothing(void **state)
 	tu_latch_destroy(&release);
 }
 
+/* DISCARD_OLDEST evicts a due scheduled task from the pool's queue: the
+ * discard callback gets the user's pair and the future is cancelled. */
+static void
+test_sched_discard_oldest_evicts(void **state)
+{
+	struct tu_latch started, release;
+	struct tu_blocker b = { &started, &release, NULL, 0 };
+	struct tpe_stats st;
+	struct tally t, u;
+	tpe_future_t *f;
+	tpe_attr_t *a;
+	tpe_t *p;
+
+	(void)state;
+	memset(&t, 0, sizeof(t));
+	memset(&u, 0, sizeof(u));
+	tu_latch_init(&started, 1);
+	tu_latch_init(&release, 1);
+	assert_int_equal(tpe_attr_create(&a), 0);
+	assert_int_equal(tpe_attr_set_pool_size(a, 1, 1), 0);
+	assert_int_equal(tpe_attr_set_queue(a, TPE_QUEUE_BOUNDED, 1), 0);
+	assert_int_equal(tpe_attr_set_rejection(a, TPE_REJECT_DISCARD_OLDEST),
+	    0);
+	assert_int_equal(tpe_attr_set_discard_callback(a, discard_cb, NULL), 0);
+	assert_int_equal(tpe_create(&p, a), 0);
+	tpe_attr_destroy(a);
+	assert_int_equal(tpe_execute(p, tu_blocker_fn, &b), 0);
+	tu_latch_wait(&started);
+	assert_int_equal(tpe_schedule(p, tally_fn, &t, 0, &f), 0);
+	do { /* until the timer has put it in the pool's queue */
+		assert_int_equal(tpe_get_stats(p, &st, sizeof(st)), 0);
+	} while (st.submitted < 2);
+	assert_int_equal(tpe_execute(p, tally_fn, &u), 0);
+	assert_int_equal(t.discarded, 1);
+	assert_int_equal(tpe_future_get(f, 0, NULL), ECANCELED);
+	tu_latch_count_down(&release);
+	assert_int_equal(tpe_destroy(p), 0);
+	assert_int_equal(t.ran, 0);
+	assert_int_equal(u.ran, 1);
+	tpe_future_release(f);
+	tu_latch_destroy(&started);
+	tu_latch_destroy(&release);
+}
+
 /* A paused pool takes due tasks as tpe_execute does; they run after
  * resume. */
 static void
@@ -950,6 +994,7 @@ main(void)
 		cmocka_unit_test(test_sched_exactly_once_random),
 		cmocka_unit_test(test_sched_every_queue_kind),
 		cmocka_unit_test(test_sched_paused_pool),
+		cmocka_unit_test(test_sched_discard_oldest_evicts),
 		cmocka_unit_test(test_sched_scale_first_caller_runs),
 		cmocka_unit_test(test_sched_cancel_races_due_time),
 		cmocka_unit_test(test_sched_malloc_and_thread_failures),

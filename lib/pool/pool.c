@@ -195,6 +195,10 @@ tpe_create(tpe_t **poolp, const tpe_attr_t *attr)
 	pool->sched_hook.discard = pool->attr.discard;
 	pool->sched_hook.discard_ctx = pool->attr.discard_ctx;
 	pool->sched_hook.flags = pool->attr.sched_flags;
+	/* Every discard passes through the scheduler, which gives its own
+	 * tasks back as the user's pairs (sched.h). */
+	pool->attr.discard = tpe__sched_discard;
+	pool->attr.discard_ctx = &pool->sched_hook;
 	pool->core = pool->attr.core;
 	pool->max = pool->attr.max;
 	pool->keep_alive_ns = pool->attr.keep_alive_ns;

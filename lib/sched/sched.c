@@ -844,3 +844,35 @@ tpe__sched_atfork_forget(struct tpe__task *t)
 	if (t->future == NULL && t->fn == run_task)
 		tpe__future_unref(&((struct sched_task *)t->arg)->f);
 }
+
+void
+tpe__sched_discard(tpe_fn fn, void *arg, void *ctx)
+{
+	struct tpe__sched_hook *h = ctx;
+	struct tpe__sched *s = hook_sched(h);
+	struct sched_task **out, *r;
+	size_t m;
+
+	if (s != NULL && fn == gate_task) {
+		/* The gate will not run (the pool could start no worker for
+		 * it): what it would have run goes to the discard callback. */
+		tpe__mutex_lock(&s->lock);
+		s->gate_active = false;
+		out = take_locked(s, keep_none, &m);
+		tpe__cond_broadcast(&s->idle_cond);
+		tpe__mutex_unlock(&s->lock);
+		if (out != NULL)
+			finish_all(out, m, h->discard, h->discard_ctx);
+		return;
+	}
+	if (s != NULL && fn == run_task) {
+		/* A due scheduled task the pool dropped (DISCARD_OLDEST, a
+		 * queue no worker can drain): the user's pair, its future
+		 * cancelled. */
+		r = arg;
+		(void)finish(r, h->discard, h->discard_ctx);
+		return;
+	}
+	if (h->discard != NULL)
+		h->discard(fn, arg, h->discard_ctx);
+}

@@ -63,6 +63,15 @@ void tpe__sched_destroy(struct tpe__sched_hook *h);
  * scheduled task's record (the child has no timer). */
 void tpe__sched_atfork_forget(struct tpe__task *t);
 
+/*
+ * The discard callback the pool installs in its attributes (ctx: the
+ * hook), so that a scheduled task the pool itself drops (DISCARD_OLDEST
+ * evicting it, a shutdown with no worker to drain the queue) reaches the
+ * user's discard callback (h->discard) as the user's fn/arg, its future
+ * cancelled; anything else is passed on unchanged.
+ */
+void tpe__sched_discard(tpe_fn fn, void *arg, void *ctx);
+
 /* pool.c's accessor for the public calls in sched.c. */
 struct tpe__sched_hook *tpe__pool_sched_hook(tpe_t *pool);
 
