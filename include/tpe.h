@@ -261,11 +261,15 @@ TPE_API bool tpe_future_is_cancelled(const tpe_future_t *future);
 TPE_API void tpe_future_release(tpe_future_t *future);
 /*
  * The time left until a scheduled task's next start, in nanoseconds on
- * CLOCK_MONOTONIC: negative when that start is overdue (due, waiting for
- * the pool to take it, or running), and, once the future is done or
- * cancelled, relative to its last scheduled start. INT64_MAX for a delay
- * that saturated ("never"). 0; EINVAL future or delay_ns NULL, or a
- * future that did not come from a tpe_schedule* call.
+ * CLOCK_MONOTONIC: negative when that start is overdue (due and waiting
+ * for the pool to take it, or running); once the future is done or
+ * cancelled, relative to its last scheduled start. While a periodic run
+ * runs, a fixed-rate task reports its next start (known when the run
+ * begins), a fixed-delay task the start of this run (its next start is
+ * known only when the run ends). INT64_MAX for a delay that saturated
+ * ("never"). A snapshot: it may be stale by the time it returns. 0;
+ * EINVAL future or delay_ns NULL, or a future that did not come from a
+ * tpe_schedule* call.
  */
 TPE_API int tpe_future_get_delay(const tpe_future_t *future, int64_t *delay_ns);
 
@@ -287,10 +291,12 @@ TPE_API int tpe_future_get_delay(const tpe_future_t *future, int64_t *delay_ns);
  * and the rejection policy is not called (so a caller-runs policy never
  * runs user code on the timer thread): it stays due at the head of the
  * timer, tpe_future_get_delay reports it overdue (negative), and the timer
- * offers it again as room appears (it looks again at least every
- * millisecond), oldest due first, as Java's workers take a due task from
- * the delay queue only when they are free. A paused pool queues due tasks
- * as tpe_execute does; they run after tpe_resume.
+ * offers it again every millisecond until the pool takes it, oldest due
+ * first, as Java's workers take a due task from the delay queue only when
+ * they are free. A paused pool queues due tasks as tpe_execute does; they
+ * run after tpe_resume. A due task that the pool later drops from its
+ * queue (TPE_REJECT_DISCARD_OLDEST evicting it) goes to the discard
+ * callback as the user's fn/arg, its future cancelled.
  *
  * future may be NULL for every call. A one-shot's future completes when
  * the task has run (tpe_future_get: 0, *result the callable's return value
@@ -311,11 +317,18 @@ TPE_API int tpe_future_get_delay(const tpe_future_t *future, int64_t *delay_ns);
  * periodic tasks stop unless TPE_SCHED_CONTINUE_PERIODIC_AFTER_SHUTDOWN;
  * what stops is cancelled and handed to the discard callback; cancelled
  * tasks are dropped at once; tpe_await_termination waits for what will
- * still run. tpe_shutdown_now hands every scheduled task that has not
+ * still run. What still runs after tpe_shutdown runs one task at a time on
+ * one worker of the pool, which stays for it (as Java's workers stay for
+ * the delay queue); if the pool cannot take that one task at the moment of
+ * tpe_shutdown (a saturated bounded or hand-off pool), what would have
+ * run is handed to the discard callback instead. tpe_shutdown_now hands every scheduled task that has not
  * started back through its callback exactly once (fn NULL for
  * tpe_schedule_call tasks, as for tpe_submit), and their futures report
- * ECANCELED at once. Pending scheduled tasks count in the `queued`
- * statistic until they enter the pool; tpe_purge removes cancelled ones.
+ * ECANCELED at once (a periodic task running at that moment finishes its
+ * run and then goes to the discard callback). Pending scheduled tasks
+ * count in the `queued` statistic until they enter the pool; tpe_purge
+ * removes cancelled ones (on a TPE_QUEUE_PER_WORKER pool tpe_purge says
+ * ENOTSUP as before: use TPE_SCHED_REMOVE_ON_CANCEL there).
  *
  * Errors (all four calls): EINVAL pool or fn NULL, or (periodic) a
  * period or delay <= 0; ECANCELED the pool is shut down; ENOMEM; EAGAIN

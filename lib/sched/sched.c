@@ -14,8 +14,17 @@
  * for equal due times through seq, 8 bytes of array per pending task, and
  * removal by index; a wheel's O(1) would need a tick or a cascade and
  * cannot order equal due times without extra work. Memory per pending
- * timer beyond the task's future: the record's fields below (48 bytes)
- * plus one heap slot (8 bytes, the array doubling).
+ * timer beyond the task's future: the record's fields below (56 bytes on
+ * LP64) plus one heap slot (8 bytes; the array doubles, so up to 16).
+ *
+ * Where a due task goes: tpe_execute_wait(pool, run_task, rec, 0), the
+ * pool's own path on every queue kind and engine, which never calls the
+ * rejection policy (so caller-runs never runs user code on this thread).
+ * Refused for saturation (or ENOMEM), the record goes back to the heap
+ * with its due time and seq, still first, and the timer offers it again
+ * after RETRY_NS. The pool's discard callback is tpe__sched_discard
+ * (pool.c installs it), so a queued run_task the pool drops reaches the
+ * user as the user's pair.
  *
  * A record (struct sched_task) begins with its future, so it lives as
  * long as the future's references: the scheduler's (held from schedule to
@@ -292,7 +301,8 @@ gate_task(void *arg)
 	gate_loop_locked(s);
 }
 
-/* tpe__thread_local: whether this worker runs the gate (no nested gate). */
+/* Whether this worker runs the gate loop (a run inside it never starts a
+ * second gate). */
 static __thread bool in_gate;
 
 /* The task the pool runs for a due record (and the gate, inline). */
