@@ -302,7 +302,9 @@ TPE_API int tpe_future_get_delay(const tpe_future_t *future, int64_t *delay_ns);
  * the task has run (tpe_future_get: 0, *result the callable's return value
  * for tpe_schedule_call, NULL for tpe_schedule); all effects of the task
  * happen-before tpe_future_get returns 0. A periodic task's future
- * completes only by cancellation (tpe_future_get: ECANCELED).
+ * completes only by cancellation (tpe_future_get: ECANCELED); one that
+ * cannot be re-armed for lack of memory is cancelled that way too and its
+ * argument handed to the discard callback.
  *
  * tpe_future_cancel: a task that has not started is cancelled (0), its
  * argument is handed to the discard callback, and it leaves the timer at
