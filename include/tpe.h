@@ -316,7 +316,9 @@ TPE_API int tpe_future_get_delay(const tpe_future_t *future, int64_t *delay_ns);
  * Shutdown: new schedules get ECANCELED (EINVAL is checked first). At
  * tpe_shutdown, one-shots still pending run at their due time unless
  * TPE_SCHED_DROP_DELAYED_AFTER_SHUTDOWN (those already due run anyway),
- * periodic tasks stop unless TPE_SCHED_CONTINUE_PERIODIC_AFTER_SHUTDOWN;
+ * periodic tasks stop unless TPE_SCHED_CONTINUE_PERIODIC_AFTER_SHUTDOWN
+ * (a run already handed to the pool's queue does not start; its future
+ * is cancelled when a worker reaches it, before termination);
  * what stops is cancelled and handed to the discard callback; cancelled
  * tasks are dropped at once; tpe_await_termination waits for what will
  * still run. What still runs after tpe_shutdown runs one task at a time on

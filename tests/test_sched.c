@@ -9,15 +9,21 @@
  * testSchedule*_RejectedExecutionException family (ECANCELED after
  * shutdown), testSchedule*_NullPointerException (EINVAL),
  * testScheduleAtFixedRate/WithFixedDelay_IllegalArgument (period <= 0),
- * testGetQueue/testPurge/testRemove-on-cancel (queued, tpe_purge,
- * REMOVE_ON_CANCEL), testShutdown1-4 (the two shutdown flags),
- * testShutdownNow_delayedTasks (hand-back, exactly once, ECANCELED),
- * testGetDelay (tpe_future_get_delay).
+ * testGetQueue/testPurge (queued, tpe_purge, REMOVE_ON_CANCEL),
+ * testShutdown_cancellation (test_sched_shutdown_wedged, each flag),
+ * testShutdownNow_delayedTasks (hand-back exactly once; unlike Java the
+ * futures report ECANCELED at once, as issue 20 and tpe_submit say),
+ * testIsShutdown/testIsTerminated around scheduled tasks.
  * Left out: testInvokeAny/All (no invokeAny in libtpe), the thread-factory
- * and interrupt tests (no factories, no interruption in C), the
- * getCompletedTaskCount/ActiveCount ones (the pool's, test_stats),
- * testSubmit* of plain tasks (test_future), the exception-in-periodic-task
- * ones (a C task cannot throw), the timing ones that assert an upper bound.
+ * tests and cancel(true) (no factories, no interruption in C),
+ * testGetActiveCount/CompletedTaskCount/LargestPoolSize/PoolSize/
+ * TaskCount/CorePoolSize (the pool's counters: test_stats), testExecute
+ * and testSubmit* of plain tasks (test_future, test_conformance),
+ * testRemove (tpe_remove matches a fn/arg pair the pool queued; a
+ * scheduled task is removed by cancelling its future), the
+ * exception-in-periodic-task ones (a C task cannot throw), and the rate
+ * checks of testFixedRate/DelaySequence that assert an upper bound (only
+ * lower bounds here).
  *
  * Helpers and tasks never call cmocka's asserts; the test thread does.
  * No timing asserts except lower bounds ("never before its delay").
@@ -553,6 +559,81 @@ test_sched_shutdown_continue_periodic(void **state)
 	shutdown_case(TPE_SCHED_CONTINUE_PERIODIC_AFTER_SHUTDOWN, true, true);
 }
 
+/*
+ * The TCK's testShutdown_cancellation: the pool's two workers wedged by
+ * blockers, two periodic tasks and a one-shot due and handed to the pool
+ * (its queue), then shutdown. Periodic ones stop (their queued run does
+ * not start) unless CONTINUE_PERIODIC; the one-shot was due, so it runs
+ * whatever the flags.
+ */
+static void
+wedged_case(unsigned flags)
+{
+	struct tu_latch started, release;
+	struct tu_blocker b = { &started, &release, NULL, 0 };
+	struct tally rate, delay, once;
+	tpe_future_t *fr, *fd, *fo;
+	struct tpe_stats st;
+	bool cont = (flags & TPE_SCHED_CONTINUE_PERIODIC_AFTER_SHUTDOWN) != 0;
+	tpe_t *p = default_pool(flags);
+
+	memset(&rate, 0, sizeof(rate));
+	memset(&delay, 0, sizeof(delay));
+	memset(&once, 0, sizeof(once));
+	tu_latch_init(&started, 2);
+	tu_latch_init(&release, 1);
+	assert_int_equal(tpe_execute(p, tu_blocker_fn, &b), 0);
+	assert_int_equal(tpe_execute(p, tu_blocker_fn, &b), 0);
+	tu_latch_wait(&started);
+	assert_int_equal(tpe_schedule_at_fixed_rate(p, tally_fn, &rate, TU_MS,
+	    TU_MS, &fr), 0);
+	assert_int_equal(tpe_schedule_with_fixed_delay(p, tally_fn, &delay,
+	    TU_MS, TU_MS, &fd), 0);
+	assert_int_equal(tpe_schedule(p, tally_fn, &once, TU_MS, &fo), 0);
+	do { /* until the timer has handed all three to the pool */
+		assert_int_equal(tpe_get_stats(p, &st, sizeof(st)), 0);
+	} while (st.submitted < 5);
+	assert_int_equal(tpe_shutdown(p), 0);
+	assert_true(tpe_is_shutdown(p));
+	assert_false(tpe_is_terminated(p));
+	tu_latch_count_down(&release);
+	assert_int_equal(tpe_future_get(fo, 30 * TU_S, NULL), 0);
+	assert_int_equal(once.ran, 1);
+	if (cont) {
+		while (tu_ran(&rate) < 2 || tu_ran(&delay) < 2)
+			tu_sleep_ns(TU_MS);
+		assert_int_equal(tpe_future_cancel(fr), 0);
+		assert_int_equal(tpe_future_cancel(fd), 0);
+	}
+	assert_int_equal(tpe_await_termination(p, 30 * TU_S), 0);
+	assert_int_equal(tpe_future_get(fr, 0, NULL), ECANCELED);
+	assert_int_equal(tpe_future_get(fd, 0, NULL), ECANCELED);
+	if (!cont) {
+		assert_int_equal(rate.ran, 0);
+		assert_int_equal(delay.ran, 0);
+	}
+	assert_int_equal(rate.discarded, 1);
+	assert_int_equal(delay.discarded, 1);
+	assert_int_equal(b.ran, 2);
+	tpe_future_release(fr);
+	tpe_future_release(fd);
+	tpe_future_release(fo);
+	assert_int_equal(tpe_destroy(p), 0);
+	tu_latch_destroy(&started);
+	tu_latch_destroy(&release);
+}
+
+static void
+test_sched_shutdown_wedged(void **state)
+{
+	(void)state;
+	wedged_case(0);
+	wedged_case(TPE_SCHED_DROP_DELAYED_AFTER_SHUTDOWN);
+	wedged_case(TPE_SCHED_CONTINUE_PERIODIC_AFTER_SHUTDOWN |
+	    TPE_SCHED_DROP_DELAYED_AFTER_SHUTDOWN |
+	    TPE_SCHED_REMOVE_ON_CANCEL);
+}
+
 static void
 test_sched_shutdown_now_hands_back(void **state)
 {
@@ -988,6 +1069,7 @@ main(void)
 		cmocka_unit_test(test_sched_shutdown_default),
 		cmocka_unit_test(test_sched_shutdown_drop_delayed),
 		cmocka_unit_test(test_sched_shutdown_continue_periodic),
+		cmocka_unit_test(test_sched_shutdown_wedged),
 		cmocka_unit_test(test_sched_shutdown_now_hands_back),
 		cmocka_unit_test(test_sched_from_tasks),
 		cmocka_unit_test(test_sched_saturated_pool_loses_nothing),

@@ -84,8 +84,10 @@ struct tpe__sched {
 	struct sched_task **heap;    /* S */
 	size_t n, cap;               /* S */
 	uint64_t next_seq;           /* S */
-	bool shutdown;               /* S: no new schedules; the timer leaves */
-	bool stop;                   /* S: shutdown_now: nothing runs any more */
+	bool shutdown;               /* S, A: no new schedules; the timer
+				      * leaves; read by run_task without S */
+	bool stop;                   /* S, A: shutdown_now: nothing runs any
+				      * more; read by run_task without S */
 	bool submitting;             /* S: the timer is in tpe_execute_wait */
 	bool gate_active;            /* S: a gate is queued or running */
 	bool quit;                   /* S: the timer thread must leave */
@@ -216,6 +218,27 @@ wake_locked(struct tpe__sched *s)
 		tpe__cond_signal(&s->timer_cond);
 }
 
+/* Sets shutdown or stop (S held): release, pairing with the acquire load
+ * in periodic_stopped. */
+static void
+set_flag_locked(struct tpe__sched *s, bool *flag)
+{
+	TPE__ASSERT_HELD(&s->lock);
+	__atomic_store_n(flag, true, __ATOMIC_RELEASE);
+}
+
+/* Whether a periodic task must not start another run: shutdown without
+ * CONTINUE_PERIODIC, or shutdown_now. Without S (a hint that becomes
+ * exact under S at the re-arm). */
+static bool
+periodic_stopped(const struct tpe__sched *s)
+{
+	/* Pairs with set_flag_locked. */
+	return __atomic_load_n(&s->stop, __ATOMIC_ACQUIRE) ||
+	    (__atomic_load_n(&s->shutdown, __ATOMIC_ACQUIRE) &&
+	    (s->h->flags & TPE_SCHED_CONTINUE_PERIODIC_AFTER_SHUTDOWN) == 0);
+}
+
 /* ---- a record's end ---------------------------------------------------- */
 
 /*
@@ -326,7 +349,9 @@ run_task(void *arg)
 			tpe__future_unref(&r->f);
 		return;
 	}
-	if (!tpe__future_is_new(&r->f)) {
+	/* A run already handed to the pool when the pool was shut down does
+	 * not start (Java cancels the periodic tasks in its queue). */
+	if (!tpe__future_is_new(&r->f) || periodic_stopped(s)) {
 		(void)discard(r);
 		return;
 	}
@@ -716,7 +741,7 @@ tpe__sched_shutdown(struct tpe__sched_hook *h)
 		tpe__mutex_unlock(&s->lock);
 		return;
 	}
-	s->shutdown = true;
+	set_flag_locked(s, &s->shutdown);
 	tpe__cond_signal(&s->timer_cond);
 	while (s->submitting)
 		tpe__cond_wait_until(&s->idle_cond, &s->lock, INT64_MAX);
@@ -753,8 +778,8 @@ tpe__sched_shutdown_now(struct tpe__sched_hook *h, tpe_handback_fn cb,
 	if (s == NULL)
 		return;
 	tpe__mutex_lock(&s->lock);
-	s->shutdown = true;
-	s->stop = true;
+	set_flag_locked(s, &s->shutdown);
+	set_flag_locked(s, &s->stop);
 	tpe__cond_signal(&s->timer_cond);
 	tpe__cond_broadcast(&s->gate_cond);
 	while (s->submitting)
