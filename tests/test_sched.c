@@ -664,6 +664,53 @@ test_sched_shutdown_now_hands_back(void **state)
 	assert_int_equal(tpe_destroy(p), 0);
 }
 
+/* tpe_shutdown leaves a delayed one-shot to the gate task, queued behind
+ * the blockers; tpe_shutdown_now then hands the one-shot back once and
+ * drops the gate without showing it to the callback. */
+static int foreign_handed;
+
+static void
+counting_handed_cb(tpe_fn fn, void *arg, void *ctx)
+{
+	if (fn == tally_fn)
+		handed_cb(fn, arg, ctx);
+	else if (fn != tu_blocker_fn)
+		__atomic_add_fetch(&foreign_handed, 1, __ATOMIC_SEQ_CST);
+}
+
+static void
+test_sched_shutdown_then_shutdown_now(void **state)
+{
+	struct tu_latch started, release;
+	struct tu_blocker b = { &started, &release, NULL, 0 };
+	struct tally t;
+	tpe_future_t *f;
+	tpe_t *p = default_pool(0);
+
+	(void)state;
+	memset(&t, 0, sizeof(t));
+	tu_latch_init(&started, 2);
+	tu_latch_init(&release, 1);
+	assert_int_equal(tpe_execute(p, tu_blocker_fn, &b), 0);
+	assert_int_equal(tpe_execute(p, tu_blocker_fn, &b), 0);
+	tu_latch_wait(&started);
+	assert_int_equal(tpe_schedule(p, tally_fn, &t, 60 * TU_S, &f), 0);
+	assert_int_equal(tpe_shutdown(p), 0);
+	assert_int_equal(tpe_await_termination(p, 0), ETIMEDOUT);
+	assert_int_equal(tpe_shutdown_now(p, counting_handed_cb, NULL), 0);
+	assert_int_equal(t.handed, 1);
+	assert_int_equal(foreign_handed, 0);
+	assert_int_equal(tpe_future_get(f, 0, NULL), ECANCELED);
+	tu_latch_count_down(&release);
+	assert_int_equal(tpe_await_termination(p, 30 * TU_S), 0);
+	assert_int_equal(t.ran, 0);
+	assert_int_equal(t.discarded, 0);
+	tpe_future_release(f);
+	assert_int_equal(tpe_destroy(p), 0);
+	tu_latch_destroy(&started);
+	tu_latch_destroy(&release);
+}
+
 /* ---- scheduling from tasks, refusal --------------------------------- */
 
 struct chain {
@@ -1071,6 +1118,7 @@ main(void)
 		cmocka_unit_test(test_sched_shutdown_continue_periodic),
 		cmocka_unit_test(test_sched_shutdown_wedged),
 		cmocka_unit_test(test_sched_shutdown_now_hands_back),
+		cmocka_unit_test(test_sched_shutdown_then_shutdown_now),
 		cmocka_unit_test(test_sched_from_tasks),
 		cmocka_unit_test(test_sched_saturated_pool_loses_nothing),
 		cmocka_unit_test(test_sched_exactly_once_random),
