@@ -312,6 +312,8 @@ TPE_API int tpe_future_get_delay(const tpe_future_t *future, int64_t *delay_ns);
  * periodic task cancelled while it runs: 0, that run finishes and no other
  * starts (this is how a periodic task stops itself: it cancels its own
  * future). A one-shot that has started: EBUSY, as for tpe_submit.
+ * Futures outlive their pool (cancel, get, get_delay and release work
+ * after tpe_destroy), but a cancel must not race tpe_destroy itself.
  *
  * Shutdown: new schedules get ECANCELED (EINVAL is checked first). At
  * tpe_shutdown, one-shots still pending run at their due time unless

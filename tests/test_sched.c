@@ -1024,6 +1024,34 @@ test_sched_cancel_races_due_time(void **state)
 	assert_int_equal(tpe_destroy(p), 0);
 }
 
+/* Futures outlive their pool: after tpe_destroy, cancel, get, get_delay
+ * and release of scheduled futures touch nothing of the pool (the ASan
+ * build checks). */
+static void
+test_sched_futures_outlive_pool(void **state)
+{
+	tpe_future_t *fp, *fo, *fd;
+	tpe_t *p = default_pool(0);
+	int64_t d;
+
+	(void)state;
+	assert_int_equal(tpe_schedule_at_fixed_rate(p, noop_fn, NULL, 60 * TU_S,
+	    TU_S, &fp), 0);
+	assert_int_equal(tpe_schedule(p, noop_fn, NULL, 0, &fo), 0);
+	assert_int_equal(tpe_future_get(fo, 10 * TU_S, NULL), 0);
+	assert_int_equal(tpe_schedule_with_fixed_delay(p, noop_fn, NULL, 0,
+	    TU_MS, &fd), 0);
+	assert_int_equal(tpe_destroy(p), 0);
+	assert_int_equal(tpe_future_cancel(fp), 0);
+	assert_int_equal(tpe_future_cancel(fd), 0);
+	assert_int_equal(tpe_future_cancel(fo), EBUSY);
+	assert_int_equal(tpe_future_get(fp, 0, NULL), ECANCELED);
+	assert_int_equal(tpe_future_get_delay(fp, &d), 0);
+	tpe_future_release(fp);
+	tpe_future_release(fo);
+	tpe_future_release(fd);
+}
+
 /* ---- failures and fork ------------------------------------------------ */
 
 /* The scheduler's calloc, the timer's pthread_create, the record's malloc:
@@ -1127,6 +1155,7 @@ main(void)
 		cmocka_unit_test(test_sched_discard_oldest_evicts),
 		cmocka_unit_test(test_sched_scale_first_caller_runs),
 		cmocka_unit_test(test_sched_cancel_races_due_time),
+		cmocka_unit_test(test_sched_futures_outlive_pool),
 		cmocka_unit_test(test_sched_malloc_and_thread_failures),
 		cmocka_unit_test(test_sched_fork_child),
 	};

@@ -73,7 +73,9 @@ struct sched_task {
 	int64_t period;        /* I: > 0 fixed rate, < 0 fixed delay, 0 once */
 	uint64_t seq;          /* S: FIFO among equal due times */
 	size_t idx;            /* S: heap index, or NOT_IN_HEAP */
-	struct tpe__sched *s;  /* I */
+	struct tpe__sched *s;  /* A: set at schedule; NULL once the scheduler
+				* let go of the record (release_record), so a
+				* later cancel never touches a freed scheduler */
 };
 
 struct tpe__sched {
@@ -241,6 +243,15 @@ periodic_stopped(const struct tpe__sched *s)
 
 /* ---- a record's end ---------------------------------------------------- */
 
+/* Drops the scheduler's reference to r (r->s cleared first). */
+static void
+release_record(struct sched_task *r)
+{
+	/* Pairs with the acquire load in on_cancel. */
+	__atomic_store_n(&r->s, NULL, __ATOMIC_RELEASE);
+	tpe__future_unref(&r->f);
+}
+
 /*
  * Ends the scheduler's ownership of r, which is in no heap and will not
  * run again: cancels its future (a no-op if it ran) and, when it was
@@ -259,14 +270,16 @@ finish(struct sched_task *r, tpe_handback_fn cb, void *ctx)
 		if (tpe__forked_since(gen))
 			return false;
 	}
-	tpe__future_unref(&r->f);
+	release_record(r);
 	return true;
 }
 
 static bool
 discard(struct sched_task *r)
 {
-	return finish(r, r->s->h->discard, r->s->h->discard_ctx);
+	const struct tpe__sched_hook *h = r->s->h;
+
+	return finish(r, h->discard, h->discard_ctx);
 }
 
 /* ---- running a task on a worker -------------------------------------- */
@@ -346,7 +359,7 @@ run_task(void *arg)
 		if (rr == TPE__NOT_RUN)
 			(void)discard(r);
 		else
-			tpe__future_unref(&r->f);
+			release_record(r);
 		return;
 	}
 	/* A run already handed to the pool when the pool was shut down does
@@ -606,10 +619,13 @@ static void
 on_cancel(struct tpe_future *f)
 {
 	struct sched_task *r = (struct sched_task *)f;
-	struct tpe__sched *s = r->s;
+	/* Pairs with release_record: NULL once the scheduler let go of r
+	 * (it ran, was handed back, or the pool is gone). A cancel racing
+	 * tpe_destroy of the pool is not supported (tpe_schedule(3)). */
+	struct tpe__sched *s = __atomic_load_n(&r->s, __ATOMIC_ACQUIRE);
 	bool removed = false;
 
-	if (tpe__forked_since(s->fork_gen))
+	if (s == NULL || tpe__forked_since(s->fork_gen))
 		return; /* the child: see hook_sched */
 	tpe__mutex_lock(&s->lock);
 	if (r->idx != NOT_IN_HEAP &&
@@ -811,7 +827,7 @@ tpe__sched_translate(struct tpe__sched_hook *h, struct tpe__task *t)
 	tpe__future_cancel(&r->f);
 	t->fn = r->fn;
 	t->arg = r->arg;
-	tpe__future_unref(&r->f);
+	release_record(r);
 	return true;
 }
 
