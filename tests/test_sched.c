@@ -1089,6 +1089,42 @@ test_sched_malloc_and_thread_failures(void **state)
 	assert_int_equal(t.discarded, 0);
 }
 
+/* The first schedule races the first tpe_shutdown: the shutdown happens
+ * while the timer thread is being created (create_around), so it found no
+ * scheduler to tell. The schedule then says ECANCELED and keeps nothing
+ * (the caller keeps arg), and the pool terminates. */
+static tpe_t *racing_pool;
+
+static int
+shutdown_then_create(pthread_t *thread, const pthread_attr_t *attr,
+    void *(*start)(void *), void *arg)
+{
+	(void)tpe_shutdown(racing_pool);
+	return __real_pthread_create(thread, attr, start, arg);
+}
+
+static void
+test_sched_first_schedule_races_shutdown(void **state)
+{
+	struct tally t;
+	tpe_future_t *f = (tpe_future_t *)&f;
+	struct tpe_stats st;
+
+	(void)state;
+	memset(&t, 0, sizeof(t));
+	racing_pool = default_pool(0);
+	create_around = shutdown_then_create;
+	assert_int_equal(tpe_schedule(racing_pool, tally_fn, &t, 0, &f),
+	    ECANCELED);
+	create_around = NULL;
+	assert_null(f);
+	assert_int_equal(tpe_await_termination(racing_pool, 10 * TU_S), 0);
+	assert_int_equal(tpe_get_stats(racing_pool, &st, sizeof(st)), 0);
+	assert_int_equal(st.queued, 0);
+	assert_int_equal(tpe_destroy(racing_pool), 0);
+	assert_int_equal(t.ran + t.discarded, 0);
+}
+
 /* fork() with pending timers: the child has no timer; its pool is
  * terminated, a schedule says ECANCELED, and destroy returns. */
 static void
@@ -1156,6 +1192,7 @@ main(void)
 		cmocka_unit_test(test_sched_scale_first_caller_runs),
 		cmocka_unit_test(test_sched_cancel_races_due_time),
 		cmocka_unit_test(test_sched_futures_outlive_pool),
+		cmocka_unit_test(test_sched_first_schedule_races_shutdown),
 		cmocka_unit_test(test_sched_malloc_and_thread_failures),
 		cmocka_unit_test(test_sched_fork_child),
 	};

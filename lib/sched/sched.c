@@ -446,8 +446,17 @@ timer_main(void *arg)
 			retry_until = 0;
 			continue;
 		}
-		/* Refused (saturated, no memory, shut down by a path that did
-		 * not come through the hook): back at its place, due. */
+		if (rc == ECANCELED) {
+			/* Shut down without the hook (a schedule racing the
+			 * first tpe_shutdown): it can never enter; to the
+			 * discard callback, its future cancelled. */
+			tpe__mutex_unlock(&s->lock);
+			if (!discard(r))
+				return NULL;
+			tpe__mutex_lock(&s->lock);
+			continue;
+		}
+		/* Refused (saturated, no memory): back at its place, due. */
 		TPE__ASSERT(s->n < s->cap);
 		heap_push_locked(s, r);
 		retry_until = add_sat(tpe__now_ns(), RETRY_NS);
@@ -568,6 +577,17 @@ schedule(tpe_t *pool, tpe_fn fn, tpe_call_fn call, bool valid, void *arg,
 			wake_locked(s);
 	}
 	tpe__mutex_unlock(&s->lock);
+	/* A tpe_shutdown that ran before this scheduler existed (or while
+	 * it was being made) had no hook to call: take the task back while
+	 * it is still pending. */
+	if (rc == 0 && tpe_is_shutdown(pool)) {
+		tpe__mutex_lock(&s->lock);
+		if (r->idx != NOT_IN_HEAP) {
+			heap_remove_locked(s, r);
+			rc = ECANCELED;
+		}
+		tpe__mutex_unlock(&s->lock);
+	}
 	if (rc != 0) {
 		tpe__future_unref(&r->f);
 		tpe__future_unref(&r->f);
