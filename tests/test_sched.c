@@ -28,6 +28,8 @@
  * Helpers and tasks never call cmocka's asserts; the test thread does.
  * No timing asserts except lower bounds ("never before its delay").
  */
+#include <dirent.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -1052,6 +1054,82 @@ test_sched_futures_outlive_pool(void **state)
 	tpe_future_release(fd);
 }
 
+/* A thread named "tpe-timer" of this process other than `not`, alive
+ * (a joined one may stay listed for a moment), or -1. */
+static long
+timer_tid(long not)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	long tid = -1;
+
+	if (d == NULL)
+		return -1;
+	while ((e = readdir(d)) != NULL) {
+		char path[300], name[32] = "";
+		char st;
+		FILE *f;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
+		    e->d_name);
+		if ((f = fopen(path, "r")) == NULL)
+			continue;
+		if (fgets(name, sizeof(name), f) != NULL &&
+		    strncmp(name, "tpe-timer", 9) == 0 &&
+		    atol(e->d_name) != not) {
+			st = tu_thread_state(atol(e->d_name));
+			if (st == 'S' || st == 'R')
+				tid = atol(e->d_name);
+		}
+		fclose(f);
+	}
+	closedir(d);
+	return tid;
+}
+
+/* No thread until the first schedule, then one (the timer; no worker
+ * while nothing is due), and the timer does not wake while nothing is
+ * due (its context switches stay put over a window). */
+static void
+test_sched_no_thread_no_wakeups(void **state)
+{
+	long base, tid, old, sw;
+	int64_t end;
+	tpe_future_t *f;
+	tpe_t *p;
+
+	(void)state;
+	/* Earlier tests' threads are joined; let the kernel finish them. */
+	base = tu_thread_baseline(__real_pthread_create);
+	if (base < 0)
+		skip();
+	old = timer_tid(-1);
+	p = default_pool(TPE_SCHED_REMOVE_ON_CANCEL);
+	assert_int_equal(tu_thread_count_settled(base), base);
+	assert_int_equal(tpe_schedule(p, noop_fn, NULL, 3600 * TU_S, &f), 0);
+	assert_int_equal(tu_thread_count_settled(base + 1), base + 1);
+	/* Let it name itself and reach its wait (1 s at most), then count. */
+	end = tu_now_ns() + TU_S;
+	while (((tid = timer_tid(old)) < 0 || tu_thread_state(tid) != 'S') &&
+	    tu_now_ns() < end)
+		tu_sleep_ns(TU_MS);
+	if (tid < 0 || tu_thread_switches(tid) < 0 ||
+	    tu_thread_state(tid) != 'S') {
+		assert_int_equal(tpe_future_cancel(f), 0);
+		tpe_future_release(f);
+		assert_int_equal(tpe_destroy(p), 0);
+		skip();
+	}
+	sw = tu_thread_switches(tid);
+	tu_sleep_ns(50 * TU_MS);
+	assert_int_equal(tu_thread_switches(tid), sw);
+	assert_int_equal(tpe_future_cancel(f), 0);
+	tpe_future_release(f);
+	assert_int_equal(tpe_destroy(p), 0);
+}
+
 /* ---- failures and fork ------------------------------------------------ */
 
 /* The scheduler's calloc, the timer's pthread_create, the record's malloc:
@@ -1192,6 +1270,7 @@ main(void)
 		cmocka_unit_test(test_sched_scale_first_caller_runs),
 		cmocka_unit_test(test_sched_cancel_races_due_time),
 		cmocka_unit_test(test_sched_futures_outlive_pool),
+		cmocka_unit_test(test_sched_no_thread_no_wakeups),
 		cmocka_unit_test(test_sched_first_schedule_races_shutdown),
 		cmocka_unit_test(test_sched_malloc_and_thread_failures),
 		cmocka_unit_test(test_sched_fork_child),
