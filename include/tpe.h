@@ -325,7 +325,9 @@ TPE_API int tpe_future_get_delay(const tpe_future_t *future, int64_t *delay_ns);
  * tasks are dropped at once; tpe_await_termination waits for what will
  * still run. What still runs after tpe_shutdown runs one task at a time on
  * one worker of the pool, which stays for it (as Java's workers stay for
- * the delay queue); if the pool cannot take that one task at the moment of
+ * the delay queue; on a FIFO queue it starts after the tasks queued before
+ * the shutdown; a TPE_QUEUE_PER_WORKER pool of one thread may start it
+ * first, and those tasks then wait for it); if the pool cannot take that one task at the moment of
  * tpe_shutdown (a saturated bounded or hand-off pool), what would have
  * run is handed to the discard callback instead. tpe_shutdown_now hands every scheduled task that has not
  * started back through its callback exactly once (fn NULL for
