@@ -20,6 +20,7 @@ engine    *                                                      enforced
 strategy  tpe.h tpe/thpool.h base/ strategy/                     enforced
 coop      tpe.h tpe/thpool.h base/ coop/                         enforced
 ring      tpe.h tpe/thpool.h base/ ring/                         enforced
+sched     tpe.h base/ queue/node.h pool/future.h sched/          enforced
 compat    tpe.h tpe/thpool.h base/ compat/                       enforced
 '
 # The one file that may call pthread_create: tpe__thread_create blocks the

@@ -188,6 +188,27 @@ TPE_API int tpe_attr_set_discard_callback(tpe_attr_t *attr, tpe_handback_fn fn,
     void *ctx);
 TPE_API int tpe_attr_set_reserved_threads(tpe_attr_t *attr, int n);
 
+/*
+ * Scheduling flags (tpe_attr_set_schedule_flags), all off by default as
+ * Java's ScheduledThreadPoolExecutor defaults:
+ *   CONTINUE_PERIODIC_AFTER_SHUTDOWN  periodic tasks keep running after
+ *       tpe_shutdown (until cancelled or tpe_shutdown_now); off: they stop
+ *       at shutdown, their futures are cancelled and their arguments go to
+ *       the discard callback;
+ *   DROP_DELAYED_AFTER_SHUTDOWN  one-shot tasks whose delay has not passed
+ *       at tpe_shutdown are dropped (futures cancelled, arguments to the
+ *       discard callback); off: they still run at their due time and
+ *       tpe_await_termination waits for them;
+ *   REMOVE_ON_CANCEL  a cancelled scheduled task leaves the timer at once
+ *       (its memory is freed, `queued` stops counting it); off: it stays
+ *       until its due time or tpe_purge.
+ */
+#define TPE_SCHED_CONTINUE_PERIODIC_AFTER_SHUTDOWN 0x1u
+#define TPE_SCHED_DROP_DELAYED_AFTER_SHUTDOWN 0x2u
+#define TPE_SCHED_REMOVE_ON_CANCEL 0x4u
+/* 0; EINVAL attr NULL or a bit that is not one of TPE_SCHED_*. */
+TPE_API int tpe_attr_set_schedule_flags(tpe_attr_t *attr, unsigned flags);
+
 /* ---- the pool --------------------------------------------------------- */
 
 TPE_API int tpe_create(tpe_t **pool, const tpe_attr_t *attr);
@@ -238,6 +259,110 @@ TPE_API int tpe_future_cancel(tpe_future_t *future);
 TPE_API bool tpe_future_is_done(const tpe_future_t *future);
 TPE_API bool tpe_future_is_cancelled(const tpe_future_t *future);
 TPE_API void tpe_future_release(tpe_future_t *future);
+/*
+ * The time left until a scheduled task's next start, in nanoseconds on
+ * CLOCK_MONOTONIC: negative when that start is overdue (due and waiting
+ * for the pool to take it, or running); once the future is done or
+ * cancelled, relative to its last scheduled start. While a periodic run
+ * runs, a fixed-rate task reports its next start (known when the run
+ * begins), a fixed-delay task the start of this run (its next start is
+ * known only when the run ends). INT64_MAX for a delay that saturated
+ * ("never"). A snapshot: it may be stale by the time it returns. 0;
+ * EINVAL future or delay_ns NULL, or a future that did not come from a
+ * tpe_schedule* call.
+ */
+TPE_API int tpe_future_get_delay(const tpe_future_t *future, int64_t *delay_ns);
+
+/* ---- delayed and periodic tasks (tpe_schedule(3)) --------------------- */
+
+/*
+ * Java's ScheduledThreadPoolExecutor on any pool (every queue kind, policy
+ * and engine). A timer thread, created by the first schedule on the pool,
+ * keeps the pending tasks; when one is due it enters the pool through the
+ * pool's normal submit path and runs on a worker, never on the timer
+ * thread. Delays are int64_t nanoseconds, relative, on CLOCK_MONOTONIC:
+ * a task never starts before its delay has passed; a delay <= 0 means now;
+ * now + delay saturates (a huge delay means never, not a wrap into the
+ * past). Tasks due at the same time enter the pool in the order they were
+ * scheduled.
+ *
+ * When the pool refuses a due task for saturation (a full bounded queue, a
+ * hand-off with no taker, at max), the task is neither rejected nor lost
+ * and the rejection policy is not called (so a caller-runs policy never
+ * runs user code on the timer thread): it stays due at the head of the
+ * timer, tpe_future_get_delay reports it overdue (negative), and the timer
+ * offers it again every millisecond until the pool takes it, oldest due
+ * first, as Java's workers take a due task from the delay queue only when
+ * they are free. A paused pool queues due tasks as tpe_execute does; they
+ * run after tpe_resume. A due task that the pool later drops from its
+ * queue (TPE_REJECT_DISCARD_OLDEST evicting it) goes to the discard
+ * callback as the user's fn/arg, its future cancelled.
+ *
+ * future may be NULL for every call. A one-shot's future completes when
+ * the task has run (tpe_future_get: 0, *result the callable's return value
+ * for tpe_schedule_call, NULL for tpe_schedule); all effects of the task
+ * happen-before tpe_future_get returns 0. A periodic task's future
+ * completes only by cancellation (tpe_future_get: ECANCELED); one that
+ * cannot be re-armed for lack of memory is cancelled that way too and its
+ * argument handed to the discard callback.
+ *
+ * tpe_future_cancel: a task that has not started is cancelled (0), its
+ * argument is handed to the discard callback, and it leaves the timer at
+ * once with TPE_SCHED_REMOVE_ON_CANCEL, else when due or at tpe_purge. A
+ * periodic task cancelled while it runs: 0, that run finishes and no other
+ * starts (this is how a periodic task stops itself: it cancels its own
+ * future). A one-shot that has started: EBUSY, as for tpe_submit.
+ * Futures outlive their pool (cancel, get, get_delay and release work
+ * after tpe_destroy), but a cancel must not race tpe_destroy itself.
+ *
+ * Shutdown: new schedules get ECANCELED (EINVAL is checked first). At
+ * tpe_shutdown, one-shots still pending run at their due time unless
+ * TPE_SCHED_DROP_DELAYED_AFTER_SHUTDOWN (those already due run anyway),
+ * periodic tasks stop unless TPE_SCHED_CONTINUE_PERIODIC_AFTER_SHUTDOWN
+ * (a run already handed to the pool's queue does not start; its future
+ * is cancelled when a worker reaches it, before termination);
+ * what stops is cancelled and handed to the discard callback; cancelled
+ * tasks are dropped at once; tpe_await_termination waits for what will
+ * still run. What still runs after tpe_shutdown runs one task at a time on
+ * one worker of the pool, which stays for it (as Java's workers stay for
+ * the delay queue; on a FIFO queue it starts after the tasks queued before
+ * the shutdown; a TPE_QUEUE_PER_WORKER pool of one thread may start it
+ * first, and those tasks then wait for it); if the pool cannot take that one task at the moment of
+ * tpe_shutdown (a saturated bounded or hand-off pool), what would have
+ * run is handed to the discard callback instead. tpe_shutdown_now hands every scheduled task that has not
+ * started back through its callback exactly once (fn NULL for
+ * tpe_schedule_call tasks, as for tpe_submit), and their futures report
+ * ECANCELED at once (a periodic task running at that moment finishes its
+ * run and then goes to the discard callback). Pending scheduled tasks
+ * count in the `queued` statistic until they enter the pool; tpe_purge
+ * removes cancelled ones (on a TPE_QUEUE_PER_WORKER pool tpe_purge says
+ * ENOTSUP as before: use TPE_SCHED_REMOVE_ON_CANCEL there).
+ *
+ * Errors (all four calls): EINVAL pool or fn NULL, or (periodic) a
+ * period or delay <= 0; ECANCELED the pool is shut down; ENOMEM; EAGAIN
+ * the timer thread could not be created (nothing was scheduled; a later
+ * call tries again). On any error nothing was scheduled and the caller
+ * keeps arg.
+ */
+/* Runs fn(arg) once, no earlier than delay_ns from now. */
+TPE_API int tpe_schedule(tpe_t *pool, tpe_fn fn, void *arg, int64_t delay_ns,
+    tpe_future_t **future);
+/* Runs fn(arg) once, no earlier than delay_ns from now; its return value is
+ * the future's result. */
+TPE_API int tpe_schedule_call(tpe_t *pool, tpe_call_fn fn, void *arg,
+    int64_t delay_ns, tpe_future_t **future);
+/*
+ * Fixed rate: starts fn(arg) at initial_ns, then every period_ns after
+ * the previous *scheduled* start. Runs never overlap: a run that overruns
+ * delays the next ones, which then start back to back (no run is skipped)
+ * until the schedule is caught up. initial_ns <= 0 means now.
+ */
+TPE_API int tpe_schedule_at_fixed_rate(tpe_t *pool, tpe_fn fn, void *arg,
+    int64_t initial_ns, int64_t period_ns, tpe_future_t **future);
+/* Fixed delay: starts fn(arg) at initial_ns, then delay_ns after the end
+ * of the previous run. initial_ns <= 0 means now. */
+TPE_API int tpe_schedule_with_fixed_delay(tpe_t *pool, tpe_fn fn, void *arg,
+    int64_t initial_ns, int64_t delay_ns, tpe_future_t **future);
 
 /* ---- execution strategies (eat-what-you-kill) ------------------------ */
 

@@ -39,6 +39,9 @@
  *   6 COOP         the tasklet service's lock (coop/)
  *   7 COOP_JOB     a tasklet job's lock
  *   8 COOP_WORKER  a tasklet worker's lock
+ *   9 SCHED        a pool's timer lock, s->lock (sched/sched.c): a leaf,
+ *                  never held while it calls the pool, a future's lock
+ *                  or user code
  *
  * No lock of the library is held while user code runs, nor while a thread
  * is created or joined.
@@ -108,6 +111,7 @@ enum tpe__lock_rank {
 	TPE__RANK_COOP,
 	TPE__RANK_COOP_JOB,
 	TPE__RANK_COOP_WORKER,
+	TPE__RANK_SCHED,
 	TPE__RANK_COUNT
 };
 

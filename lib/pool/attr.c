@@ -317,3 +317,15 @@ tpe_attr_set_reserved_threads(tpe_attr_t *attr, int n)
 	attr->reserved = n;
 	return 0;
 }
+
+int
+tpe_attr_set_schedule_flags(tpe_attr_t *attr, unsigned flags)
+{
+	const unsigned known = TPE_SCHED_CONTINUE_PERIODIC_AFTER_SHUTDOWN |
+	    TPE_SCHED_DROP_DELAYED_AFTER_SHUTDOWN | TPE_SCHED_REMOVE_ON_CANCEL;
+
+	if (attr == NULL || (flags & ~known) != 0)
+		return EINVAL;
+	attr->sched_flags = flags;
+	return 0;
+}

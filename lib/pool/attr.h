@@ -69,6 +69,7 @@ struct tpe_attr {
 	tpe_handback_fn discard;
 	void *discard_ctx;
 	int reserved;            /* reserved threads; -1: the heuristic */
+	unsigned sched_flags;    /* TPE_SCHED_* (lib/sched) */
 };
 
 /* Fills a with the defaults (used by tpe_attr_create and tpe_create(NULL)). */

@@ -7,13 +7,9 @@
 #include "base/fork.h"
 #include "base/sync.h"
 
-int
-tpe__future_create(struct tpe_future **fp, tpe_call_fn fn, void *arg)
+void
+tpe__future_init(struct tpe_future *f, tpe_call_fn fn, void *arg)
 {
-	struct tpe_future *f = malloc(sizeof(*f));
-
-	if (f == NULL)
-		return ENOMEM;
 	tpe__mutex_init_ranked(&f->lock, TPE__RANK_FUTURE);
 	tpe__cond_init(&f->cond);
 	f->state = TPE__F_NEW;
@@ -22,6 +18,17 @@ tpe__future_create(struct tpe_future **fp, tpe_call_fn fn, void *arg)
 	f->arg = arg;
 	f->refs = 2;
 	f->fork_gen = tpe__fork_gen();
+	f->sched = NULL;
+}
+
+int
+tpe__future_create(struct tpe_future **fp, tpe_call_fn fn, void *arg)
+{
+	struct tpe_future *f = malloc(sizeof(*f));
+
+	if (f == NULL)
+		return ENOMEM;
+	tpe__future_init(f, fn, arg);
 	*fp = f;
 	return 0;
 }
@@ -139,7 +146,22 @@ tpe_future_cancel(tpe_future_t *f)
 {
 	if (f == NULL)
 		return EINVAL;
-	return tpe__future_cancel(f) ? 0 : EBUSY;
+	if (!tpe__future_cancel(f))
+		return EBUSY;
+	/* A scheduled task leaves its timer (REMOVE_ON_CANCEL, shutdown); a
+	 * periodic one that runs now finishes this run and starts no other. */
+	if (f->sched != NULL)
+		f->sched->on_cancel(f);
+	return 0;
+}
+
+int
+tpe_future_get_delay(const tpe_future_t *f, int64_t *delay_ns)
+{
+	if (f == NULL || delay_ns == NULL || f->sched == NULL)
+		return EINVAL;
+	*delay_ns = f->sched->get_delay(f);
+	return 0;
 }
 
 bool

@@ -26,6 +26,7 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "base/sync.h"
 #include "tpe.h"
@@ -37,6 +38,16 @@ enum tpe__future_state {
 	TPE__F_CANCELLED
 };
 
+/*
+ * What a scheduled task's future (lib/sched) adds: the scheduler's side of
+ * a cancel (called after the future went CANCELLED, no lock held) and
+ * tpe_future_get_delay. NULL for a tpe_submit future.
+ */
+struct tpe__future_sched {
+	void (*on_cancel)(struct tpe_future *f);
+	int64_t (*get_delay)(const struct tpe_future *f);
+};
+
 struct tpe_future {
 	struct tpe__mutex lock;
 	pthread_cond_t cond;
@@ -46,11 +57,15 @@ struct tpe_future {
 	void *arg;        /* I */
 	unsigned refs;    /* A: atomic */
 	unsigned fork_gen; /* I: tpe__fork_generation at creation */
+	const struct tpe__future_sched *sched; /* I: NULL unless tpe_schedule* */
 };
 
 /* A new future with two references (the caller's and the pool's). */
 int tpe__future_create(struct tpe_future **f, tpe_call_fn fn, void *arg);
 void tpe__future_unref(struct tpe_future *f);
+/* The same in memory the caller allocated with malloc, f at its start
+ * (tpe__future_unref frees it): lib/sched's records. */
+void tpe__future_init(struct tpe_future *f, tpe_call_fn fn, void *arg);
 
 enum tpe__future_run_result {
 	TPE__RAN,      /* the callable ran; the future is DONE */

@@ -191,6 +191,14 @@ tpe_create(tpe_t **poolp, const tpe_attr_t *attr)
 	pool->tasks.pool = pool;
 	pool->tasks.attr = &pool->attr;
 	pool->tasks.returns = &pool->returns;
+	pool->sched_hook.pool = pool;
+	pool->sched_hook.discard = pool->attr.discard;
+	pool->sched_hook.discard_ctx = pool->attr.discard_ctx;
+	pool->sched_hook.flags = pool->attr.sched_flags;
+	/* Every discard passes through the scheduler, which gives its own
+	 * tasks back as the user's pairs (sched.h). */
+	pool->attr.discard = tpe__sched_discard;
+	pool->attr.discard_ctx = &pool->sched_hook;
 	pool->core = pool->attr.core;
 	pool->max = pool->attr.max;
 	pool->keep_alive_ns = pool->attr.keep_alive_ns;
@@ -346,6 +354,9 @@ tpe_shutdown(tpe_t *pool)
 
 	if (pool == NULL)
 		return EINVAL;
+	/* First, while the pool still takes tasks: what stays scheduled
+	 * gets its gate task in (sched.h). */
+	tpe__sched_shutdown(&pool->sched_hook);
 	tpe__task_list_init(&orphans);
 	tpe__mutex_lock(&pool->lock);
 	if (pool->state == TPE__RUNNING) {
@@ -399,6 +410,34 @@ hand_back_removed_locked(tpe_t *pool, struct tpe__task_list *out,
 	return true;
 }
 
+/* Scheduled tasks among drained ones go back as the user's fn/arg; the
+ * scheduler's gate task is dropped (sched.h). L held. */
+static void
+sched_translate_locked(tpe_t *pool, struct tpe__task_list *out)
+{
+	struct tpe__task_list keep;
+	struct tpe__task *t;
+
+	TPE__ASSERT_HELD(&pool->lock);
+	tpe__task_list_init(&keep);
+	while ((t = tpe__task_list_pop(out)) != NULL) {
+		if (tpe__sched_translate(&pool->sched_hook, t))
+			tpe__task_list_push(&keep, t);
+		else
+			tpe__task_free(&pool->tasks, t);
+	}
+	*out = keep;
+	if (out->head == NULL)
+		out->tailp = &out->head;
+}
+
+/* pool->sched_hook, for the public calls of lib/sched. */
+struct tpe__sched_hook *
+tpe__pool_sched_hook(tpe_t *pool)
+{
+	return &pool->sched_hook;
+}
+
 int
 tpe_shutdown_now(tpe_t *pool, tpe_handback_fn drained, void *ctx)
 {
@@ -410,6 +449,8 @@ tpe_shutdown_now(tpe_t *pool, tpe_handback_fn drained, void *ctx)
 		drained = pool->attr.discard;
 		ctx = pool->attr.discard_ctx;
 	}
+	/* Pending scheduled tasks first, each to drained once (sched.h). */
+	tpe__sched_shutdown_now(&pool->sched_hook, drained, ctx);
 	tpe__task_list_init(&out);
 	tpe__mutex_lock(&pool->lock);
 	if (pool->state < TPE__STOP) {
@@ -419,6 +460,7 @@ tpe_shutdown_now(tpe_t *pool, tpe_handback_fn drained, void *ctx)
 	}
 	pool->engine->ops->drain_locked(pool->engine, NULL, NULL, SIZE_MAX,
 	    &out);
+	sched_translate_locked(pool, &out);
 	if (!hand_back_removed_locked(pool, &out, drained, ctx))
 		return 0; /* forked in drained: see tpe_shutdown */
 	unlock_and_terminate(pool);
@@ -467,6 +509,7 @@ tpe_destroy(tpe_t *pool)
 		return EDEADLK;
 	tpe_shutdown(pool);
 	tpe_await_termination(pool, -1);
+	tpe__sched_destroy(&pool->sched_hook);
 	tpe__fork_unregister(&pool->fork_entry);
 	tpe__worker_reap(pool);
 	pool->engine->ops->destroy(pool->engine);
@@ -730,6 +773,7 @@ tpe_purge(tpe_t *pool, size_t *purged)
 {
 	struct tpe__task_list out;
 	tpe_handback_fn cb;
+	size_t sched_purged;
 	void *ctx;
 
 	if (purged != NULL)
@@ -740,12 +784,14 @@ tpe_purge(tpe_t *pool, size_t *purged)
 		return ENOTSUP;
 	cb = pool->attr.discard;
 	ctx = pool->attr.discard_ctx;
+	/* Cancelled scheduled tasks, through the discard callback too. */
+	sched_purged = tpe__sched_purge(&pool->sched_hook);
 	tpe__task_list_init(&out);
 	tpe__mutex_lock(&pool->lock);
 	pool->engine->ops->drain_locked(pool->engine, match_cancelled, NULL,
 	    SIZE_MAX, &out);
 	if (purged != NULL)
-		*purged = out.count;
+		*purged = out.count + sched_purged;
 	if (out.count > 0)
 		tpe__pool_room_locked(pool);
 	if (!hand_back_removed_locked(pool, &out, cb, ctx))
@@ -760,12 +806,15 @@ tpe_get_stats(const tpe_t *cpool, struct tpe_stats *stats, size_t size)
 	tpe_t *pool = (tpe_t *)cpool; /* the lock is not part of the value */
 	struct tpe_stats snap, *s = &snap;
 	struct tpe__engine_counts c;
+	size_t sched_pending;
 	bool ended;
 
 	if (pool == NULL ||
 	    tpe__sized_check(&tpe__stats_layout, stats, size) != 0)
 		return EINVAL;
 	memset(s, 0, sizeof(*s));
+	/* Pending scheduled tasks count as queued (tpe_schedule(3)). */
+	sched_pending = tpe__sched_pending(&pool->sched_hook);
 	tpe__mutex_lock(&pool->lock);
 	ended = pool->state >= TPE__TIDYING;
 	/* The engine's counts come before `submitted`: a task counts as
@@ -780,7 +829,7 @@ tpe_get_stats(const tpe_t *cpool, struct tpe_stats *stats, size_t size)
 	s->completed = c.completed;
 	s->largest_pool_size = pool->largest;
 	TPE__ASSERT(ended || s->pool_size <= s->largest_pool_size);
-	s->queued = c.queued;
+	s->queued = c.queued + sched_pending;
 	s->reserved = ended ? 0 : tpe__reserve_parked(&pool->reserve);
 	s->submitted = c.submitted +
 	    __atomic_load_n(&pool->submitted, __ATOMIC_SEQ_CST);
@@ -807,6 +856,7 @@ atfork_child(void *ctx)
 	while ((t = tpe__task_list_pop(&out)) != NULL) {
 		if (t->future != NULL)
 			tpe__future_unref(t->future);
+		tpe__sched_atfork_forget(t);
 		tpe__task_free(&pool->tasks, t);
 	}
 	tpe__worker_forget_all_locked(pool);

@@ -54,6 +54,19 @@
  *     (engine/locked.c); the last one (wc == 0 after its decrement) looks
  *     again afterwards.
  *
+ * Delayed and periodic tasks (lib/sched) sit on the pool's public calls;
+ * the pool tells the scheduler about its lifecycle through pool->sched_hook
+ * and these calls, each made without L (sched's lock is a leaf):
+ * tpe__sched_shutdown first thing in tpe_shutdown (the pool still takes
+ * the gate task then), tpe__sched_shutdown_now before tpe_shutdown_now
+ * drains, tpe__sched_translate on each node it drained (under L, no lock
+ * of sched's taken for a plain node), tpe__sched_purge in tpe_purge,
+ * tpe__sched_pending in tpe_get_stats (`queued`), tpe__sched_destroy in
+ * tpe_destroy after termination, tpe__sched_atfork_forget in the fork
+ * child handler; and the attributes' discard callback is
+ * tpe__sched_discard, which passes everything but the scheduler's own
+ * tasks on to the user's.
+ *
  * Blocking submitters (tpe_execute_wait, tpe_submit_wait; engine/
  * locked_wait.c) that found the pool saturated wait in submit_line, oldest
  * first; only the oldest tries again. Every event that can make room calls
@@ -77,6 +90,7 @@
 #include "pool/state.h"
 #include "pool/submit_line.h"
 #include "pool/task.h"
+#include "sched/sched.h"
 #include "tpe.h"
 
 
@@ -116,6 +130,9 @@ struct tpe {
 
 	struct tpe__fork_entry fork_entry; /* I; links: the fork registry's */
 	struct tpe__tasks tasks;   /* I: what a task's life needs (task.h) */
+	/* The timer of delayed and periodic tasks (sched/sched.h): its I
+	 * fields set at create; pool.c calls its hooks without L. */
+	struct tpe__sched_hook sched_hook;
 
 	/* Read by every lock-free submission and rarely written: a cache
 	 * line of its own, away from the per-task fields above. */

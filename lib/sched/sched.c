@@ -1,0 +1,949 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sched.c - delayed and periodic tasks: a binary min-heap of pending tasks
+ * per pool, a timer thread that hands due tasks to the pool, and the
+ * re-arming of periodic tasks.
+ *
+ * Design notes
+ * ------------
+ * Data structure: a binary min-heap of record pointers ordered by (due,
+ * seq), each record knowing its index, so schedule, cancel-with-removal
+ * and pop are O(log n) and the next due time is heap[0]. A binary heap
+ * rather than a hierarchical wheel: exact due times with no tick (no CPU
+ * while nothing is due: the timer sleeps until heap[0]'s due time), FIFO
+ * for equal due times through seq, 8 bytes of array per pending task, and
+ * removal by index; a wheel's O(1) would need a tick or a cascade and
+ * cannot order equal due times without extra work. Memory per pending
+ * timer beyond the task's future: the record's fields below (56 bytes on
+ * LP64) plus one heap slot (8 bytes; the array doubles, so up to 16).
+ *
+ * Where a due task goes: tpe_execute_wait(pool, run_task, rec, 0), the
+ * pool's own path on every queue kind and engine, which never calls the
+ * rejection policy (so caller-runs never runs user code on this thread).
+ * Refused for saturation (or ENOMEM), the record goes back to the heap
+ * with its due time and seq, still first, and the timer offers it again
+ * after RETRY_NS. The pool's discard callback is tpe__sched_discard
+ * (pool.c installs it), so a queued run_task the pool drops reaches the
+ * user as the user's pair.
+ *
+ * A record (struct sched_task) begins with its future, so it lives as
+ * long as the future's references: the scheduler's (held from schedule to
+ * "finish") and the caller's (tpe_future_release). The future's state is
+ * the task's: NEW while it may still run, RUNNING/DONE for a one-shot that
+ * started, CANCELLED. A periodic task's future stays NEW between runs and
+ * ends only CANCELLED.
+ *
+ * Where a record is: in the heap (idx != NOT_IN_HEAP), or taken by the
+ * timer or the gate (about to enter the pool or run), or in the pool as a
+ * task (run_task, rec), or running. Exactly one of those; whoever takes it
+ * from the heap owns it until it puts it back or finishes it. finish()
+ * hands a cancelled record's argument to a callback, once, and drops the
+ * scheduler's reference.
+ *
+ * Lifecycle of the scheduler: created by the first schedule on the pool
+ * (its timer thread with it); tpe_shutdown's hook sets `shutdown` (under
+ * s->lock, before the pool leaves RUNNING) and waits until the timer is
+ * not submitting, then the timer thread leaves its loop; what still must
+ * run is run by a gate task on one worker of the pool (Java's workers
+ * waiting on the delay queue after shutdown), one at a time, which keeps
+ * the pool from terminating until nothing is left. tpe_shutdown_now's
+ * hook sets `stop`: every pending record is handed back.
+ *
+ * Lock: s->lock (rank SCHED, a leaf: no other lock of the library is taken
+ * while it is held; the pool is never called and no user code runs under
+ * it). Legend: base/sync.h; "S" below means s->lock.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "base/fork.h"
+#include "base/sync.h"
+#include "pool/future.h"
+#include "sched/sched.h"
+
+#define NOT_IN_HEAP SIZE_MAX
+#define RETRY_NS INT64_C(1000000) /* a refused due task is offered again */
+
+struct sched_task {
+	struct tpe_future f;   /* first: freed with the future (future.h) */
+	tpe_fn fn;             /* I: NULL for a tpe_schedule_call task */
+	void *arg;             /* I: the user's argument */
+	int64_t due;           /* S; A: read by tpe_future_get_delay */
+	int64_t period;        /* I: > 0 fixed rate, < 0 fixed delay, 0 once */
+	uint64_t seq;          /* S: FIFO among equal due times */
+	size_t idx;            /* S: heap index, or NOT_IN_HEAP */
+	struct tpe__sched *s;  /* A: set at schedule; NULL once the scheduler
+				* let go of the record (release_record), so a
+				* later cancel never touches a freed scheduler */
+};
+
+struct tpe__sched {
+	struct tpe__mutex lock;
+	pthread_cond_t timer_cond;   /* the timer thread waits here */
+	pthread_cond_t gate_cond;    /* the gate waits here */
+	pthread_cond_t idle_cond;    /* the shutdown hook waits for !submitting */
+	struct sched_task **heap;    /* S */
+	size_t n, cap;               /* S */
+	uint64_t next_seq;           /* S */
+	bool shutdown;               /* S, A: no new schedules; the timer
+				      * leaves; read by run_task without S */
+	bool stop;                   /* S, A: shutdown_now: nothing runs any
+				      * more; read by run_task without S */
+	bool submitting;             /* S: the timer is in tpe_execute_wait */
+	bool gate_active;            /* S: a gate is queued or running */
+	bool quit;                   /* S: the timer thread must leave */
+	pthread_t thread;            /* I */
+	struct tpe__sched_hook *h;   /* I */
+	unsigned fork_gen;           /* I */
+};
+
+static const struct tpe__future_sched sched_future_ops;
+static struct tpe__sched *hook_sched(const struct tpe__sched_hook *h);
+
+/* ---- the heap (S held) ------------------------------------------------ */
+
+static bool
+before(const struct sched_task *a, const struct sched_task *b)
+{
+	return a->due < b->due || (a->due == b->due && a->seq < b->seq);
+}
+
+static void
+place(struct tpe__sched *s, size_t i, struct sched_task *r)
+{
+	s->heap[i] = r;
+	r->idx = i;
+}
+
+static void
+sift_up(struct tpe__sched *s, size_t i, struct sched_task *r)
+{
+	while (i > 0) {
+		size_t p = (i - 1) / 2;
+
+		if (!before(r, s->heap[p]))
+			break;
+		place(s, i, s->heap[p]);
+		i = p;
+	}
+	place(s, i, r);
+}
+
+static void
+sift_down(struct tpe__sched *s, size_t i, struct sched_task *r)
+{
+	for (;;) {
+		size_t c = 2 * i + 1;
+
+		if (c >= s->n)
+			break;
+		if (c + 1 < s->n && before(s->heap[c + 1], s->heap[c]))
+			c++;
+		if (!before(s->heap[c], r))
+			break;
+		place(s, i, s->heap[c]);
+		i = c;
+	}
+	place(s, i, r);
+}
+
+/* 0 or ENOMEM (the heap is unchanged). */
+static int
+heap_reserve_locked(struct tpe__sched *s)
+{
+	struct sched_task **nh;
+	size_t cap;
+
+	if (s->n < s->cap)
+		return 0;
+	cap = s->cap == 0 ? 16 : s->cap * 2;
+	nh = realloc(s->heap, cap * sizeof(*nh));
+	if (nh == NULL)
+		return ENOMEM;
+	s->heap = nh;
+	s->cap = cap;
+	return 0;
+}
+
+/* Room must have been reserved. */
+static void
+heap_push_locked(struct tpe__sched *s, struct sched_task *r)
+{
+	TPE__ASSERT_HELD(&s->lock);
+	TPE__ASSERT(s->n < s->cap);
+	s->n++;
+	sift_up(s, s->n - 1, r);
+}
+
+static void
+heap_remove_locked(struct tpe__sched *s, struct sched_task *r)
+{
+	size_t i = r->idx;
+	struct sched_task *last;
+
+	TPE__ASSERT_HELD(&s->lock);
+	TPE__ASSERT(i < s->n && s->heap[i] == r);
+	r->idx = NOT_IN_HEAP;
+	last = s->heap[--s->n];
+	if (i == s->n)
+		return;
+	if (i > 0 && before(last, s->heap[(i - 1) / 2]))
+		sift_up(s, i, last);
+	else
+		sift_down(s, i, last);
+}
+
+static void
+set_due(struct sched_task *r, int64_t due)
+{
+	/* Pairs with the relaxed load in get_delay (a snapshot). */
+	__atomic_store_n(&r->due, due, __ATOMIC_RELAXED);
+}
+
+static int64_t
+add_sat(int64_t a, int64_t b)
+{
+	if (b > 0 && a > INT64_MAX - b)
+		return INT64_MAX;
+	return a + b;
+}
+
+/* Wakes whoever waits for heap[0]: the timer, or the gate after shutdown. */
+static void
+wake_locked(struct tpe__sched *s)
+{
+	TPE__ASSERT_HELD(&s->lock);
+	if (s->shutdown)
+		tpe__cond_signal(&s->gate_cond);
+	else
+		tpe__cond_signal(&s->timer_cond);
+}
+
+/* Sets shutdown or stop (S held): release, pairing with the acquire load
+ * in periodic_stopped. */
+static void
+set_flag_locked(struct tpe__sched *s, bool *flag)
+{
+	TPE__ASSERT_HELD(&s->lock);
+	__atomic_store_n(flag, true, __ATOMIC_RELEASE);
+}
+
+/* Whether a periodic task must not start another run: shutdown without
+ * CONTINUE_PERIODIC, or shutdown_now. Without S (a hint that becomes
+ * exact under S at the re-arm). */
+static bool
+periodic_stopped(const struct tpe__sched *s)
+{
+	/* Pairs with set_flag_locked. */
+	return __atomic_load_n(&s->stop, __ATOMIC_ACQUIRE) ||
+	    (__atomic_load_n(&s->shutdown, __ATOMIC_ACQUIRE) &&
+	    (s->h->flags & TPE_SCHED_CONTINUE_PERIODIC_AFTER_SHUTDOWN) == 0);
+}
+
+/* ---- a record's end ---------------------------------------------------- */
+
+/* Drops the scheduler's reference to r (r->s cleared first). */
+static void
+release_record(struct sched_task *r)
+{
+	/* Pairs with the acquire load in on_cancel. */
+	__atomic_store_n(&r->s, NULL, __ATOMIC_RELEASE);
+	tpe__future_unref(&r->f);
+}
+
+/*
+ * Ends the scheduler's ownership of r, which is in no heap and will not
+ * run again: cancels its future (a no-op if it ran) and, when it was
+ * cancelled, hands its argument to cb (fn NULL for a call task). No lock
+ * held. False: forked in cb, touch nothing.
+ */
+static bool
+finish(struct sched_task *r, tpe_handback_fn cb, void *ctx)
+{
+	unsigned gen = tpe__fork_gen();
+
+	tpe__future_cancel(&r->f);
+	if (cb != NULL &&
+	    __atomic_load_n(&r->f.state, __ATOMIC_ACQUIRE) == TPE__F_CANCELLED) {
+		cb(r->fn, r->arg, ctx);
+		if (tpe__forked_since(gen))
+			return false;
+	}
+	release_record(r);
+	return true;
+}
+
+static bool
+discard(struct sched_task *r)
+{
+	const struct tpe__sched_hook *h = r->s->h;
+
+	return finish(r, h->discard, h->discard_ctx);
+}
+
+/* ---- running a task on a worker -------------------------------------- */
+
+static void *
+run_plain(void *arg)
+{
+	struct sched_task *r = arg;
+
+	r->fn(r->arg);
+	return NULL;
+}
+
+static void run_task(void *arg);
+
+/* The gate after shutdown: runs what is left, one at a time, on this
+ * worker. Enter with S held and gate_active set; returns with S free. */
+static void
+gate_loop_locked(struct tpe__sched *s)
+{
+	for (;;) {
+		struct sched_task *r;
+
+		if (s->stop || s->n == 0)
+			break;
+		r = s->heap[0];
+		if (!tpe__future_is_new(&r->f)) {
+			heap_remove_locked(s, r);
+			tpe__mutex_unlock(&s->lock);
+			if (!discard(r))
+				return;
+			tpe__mutex_lock(&s->lock);
+			continue;
+		}
+		if (r->due > tpe__now_ns()) {
+			tpe__cond_wait_until(&s->gate_cond, &s->lock, r->due);
+			continue;
+		}
+		heap_remove_locked(s, r);
+		tpe__mutex_unlock(&s->lock);
+		run_task(r);
+		tpe__mutex_lock(&s->lock);
+	}
+	s->gate_active = false;
+	tpe__cond_broadcast(&s->idle_cond);
+	tpe__mutex_unlock(&s->lock);
+}
+
+static void
+gate_task(void *arg)
+{
+	struct tpe__sched *s = arg;
+
+	tpe__mutex_lock(&s->lock);
+	gate_loop_locked(s);
+}
+
+/* Whether this worker runs the gate loop (a run inside it never starts a
+ * second gate). */
+static __thread bool in_gate;
+
+/* The task the pool runs for a due record (and the gate, inline). */
+static void
+run_task(void *arg)
+{
+	struct sched_task *r = arg;
+	struct tpe__sched *s = r->s;
+	unsigned gen = tpe__fork_gen();
+	bool again, become_gate = false;
+
+	if (r->period == 0) {
+		/* One-shot: the future's rule (NEW -> RUNNING, or cancelled). */
+		enum tpe__future_run_result rr = tpe__future_run(&r->f);
+
+		if (rr == TPE__FORKED)
+			return;
+		if (rr == TPE__NOT_RUN)
+			(void)discard(r);
+		else
+			release_record(r);
+		return;
+	}
+	/* A run already handed to the pool when the pool was shut down does
+	 * not start (Java cancels the periodic tasks in its queue). */
+	if (!tpe__future_is_new(&r->f) || periodic_stopped(s)) {
+		(void)discard(r);
+		return;
+	}
+	if (r->period > 0)
+		set_due(r, add_sat(r->due, r->period));
+	r->fn(r->arg);
+	if (tpe__forked_since(gen))
+		return;
+	tpe__mutex_lock(&s->lock);
+	again = tpe__future_is_new(&r->f) && !s->stop &&
+	    (!s->shutdown ||
+	    (s->h->flags & TPE_SCHED_CONTINUE_PERIODIC_AFTER_SHUTDOWN) != 0) &&
+	    heap_reserve_locked(s) == 0;
+	if (again) {
+		if (r->period < 0)
+			set_due(r, add_sat(tpe__now_ns(), -r->period));
+		r->seq = s->next_seq++;
+		heap_push_locked(s, r);
+		wake_locked(s);
+		if (s->shutdown && !s->gate_active && !in_gate) {
+			s->gate_active = true;
+			become_gate = true;
+		}
+	}
+	if (become_gate) {
+		in_gate = true;
+		gate_loop_locked(s);
+		in_gate = false;
+		return;
+	}
+	tpe__mutex_unlock(&s->lock);
+	if (!again)
+		(void)discard(r);
+}
+
+/* ---- the timer thread -------------------------------------------------- */
+
+static void *
+timer_main(void *arg)
+{
+	struct tpe__sched *s = arg;
+	int64_t retry_until = 0;
+
+	tpe__thread_set_name("tpe-timer");
+	tpe__mutex_lock(&s->lock);
+	while (!s->quit && !s->shutdown) {
+		struct sched_task *r;
+		int64_t now;
+		int rc;
+
+		if (s->n == 0) {
+			tpe__cond_wait_until(&s->timer_cond, &s->lock, INT64_MAX);
+			continue;
+		}
+		r = s->heap[0];
+		if (!tpe__future_is_new(&r->f)) {
+			heap_remove_locked(s, r);
+			tpe__mutex_unlock(&s->lock);
+			if (!discard(r))
+				return NULL;
+			tpe__mutex_lock(&s->lock);
+			continue;
+		}
+		now = tpe__now_ns();
+		if (r->due > now || retry_until > now) {
+			tpe__cond_wait_until(&s->timer_cond, &s->lock,
+			    r->due > retry_until ? r->due : retry_until);
+			continue;
+		}
+		heap_remove_locked(s, r);
+		s->submitting = true;
+		tpe__mutex_unlock(&s->lock);
+		/* Never the rejection policy, never blocking (tpe.h). */
+		rc = tpe_execute_wait(s->h->pool, run_task, r, 0);
+		tpe__mutex_lock(&s->lock);
+		s->submitting = false;
+		tpe__cond_broadcast(&s->idle_cond);
+		if (rc == 0) {
+			retry_until = 0;
+			continue;
+		}
+		if (rc == ECANCELED) {
+			/* Shut down without the hook (a schedule racing the
+			 * first tpe_shutdown): it can never enter; to the
+			 * discard callback, its future cancelled. */
+			tpe__mutex_unlock(&s->lock);
+			if (!discard(r))
+				return NULL;
+			tpe__mutex_lock(&s->lock);
+			continue;
+		}
+		/* Refused (saturated, no memory): back at its place, due. */
+		TPE__ASSERT(s->n < s->cap);
+		heap_push_locked(s, r);
+		retry_until = add_sat(tpe__now_ns(), RETRY_NS);
+	}
+	tpe__mutex_unlock(&s->lock);
+	return NULL;
+}
+
+/* ---- creation and the public calls ------------------------------------ */
+
+static void
+sched_free(struct tpe__sched *s)
+{
+	if (!tpe__forked_since(s->fork_gen)) {
+		tpe__cond_destroy(&s->timer_cond);
+		tpe__cond_destroy(&s->gate_cond);
+		tpe__cond_destroy(&s->idle_cond);
+		tpe__mutex_destroy(&s->lock);
+	}
+	free(s->heap);
+	free(s);
+}
+
+static void
+stop_thread(struct tpe__sched *s)
+{
+	tpe__mutex_lock(&s->lock);
+	s->quit = true;
+	tpe__cond_signal(&s->timer_cond);
+	tpe__mutex_unlock(&s->lock);
+	pthread_join(s->thread, NULL);
+}
+
+/* The pool's scheduler, made with its thread by the first call. */
+static int
+get_sched(struct tpe__sched_hook *h, struct tpe__sched **sp)
+{
+	struct tpe__sched *s, *expected = NULL;
+	int rc;
+
+	/* Pairs with the release CAS below. */
+	s = __atomic_load_n(&h->s, __ATOMIC_ACQUIRE);
+	if (s != NULL) {
+		*sp = s;
+		return 0;
+	}
+	s = calloc(1, sizeof(*s));
+	if (s == NULL)
+		return ENOMEM;
+	tpe__mutex_init_ranked(&s->lock, TPE__RANK_SCHED);
+	tpe__cond_init(&s->timer_cond);
+	tpe__cond_init(&s->gate_cond);
+	tpe__cond_init(&s->idle_cond);
+	s->h = h;
+	s->fork_gen = tpe__fork_gen();
+	rc = heap_reserve_locked(s); /* not shared yet */
+	if (rc == 0)
+		rc = tpe__thread_create(&s->thread, NULL, timer_main, s);
+	if (rc != 0) {
+		sched_free(s);
+		return rc == ENOMEM ? ENOMEM : EAGAIN;
+	}
+	if (!__atomic_compare_exchange_n(&h->s, &expected, s, false,
+	    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		stop_thread(s);
+		sched_free(s);
+		s = expected;
+	}
+	*sp = s;
+	return 0;
+}
+
+/*
+ * The four public calls: valid says whether their own arguments are; on
+ * any error *future (if given) is NULL and nothing was scheduled.
+ */
+static int
+schedule(tpe_t *pool, tpe_fn fn, tpe_call_fn call, bool valid, void *arg,
+    int64_t delay_ns, int64_t period, tpe_future_t **future)
+{
+	struct tpe__sched_hook *h;
+	struct tpe__sched *s;
+	struct sched_task *r;
+	int64_t now;
+	int rc;
+
+	if (future != NULL)
+		*future = NULL;
+	if (pool == NULL || !valid)
+		return EINVAL;
+	if (tpe_is_shutdown(pool))
+		return ECANCELED;
+	h = tpe__pool_sched_hook(pool);
+	rc = get_sched(h, &s);
+	if (rc != 0)
+		return rc;
+	r = malloc(sizeof(*r));
+	if (r == NULL)
+		return ENOMEM;
+	/* A call task's future runs the callable on its argument, as
+	 * tpe_submit's; a plain task's runs run_plain on the record. */
+	tpe__future_init(&r->f, call != NULL ? call : run_plain,
+	    call != NULL ? arg : (void *)r);
+	r->f.sched = &sched_future_ops;
+	r->fn = fn;
+	r->arg = arg;
+	r->period = period;
+	r->s = s;
+	r->idx = NOT_IN_HEAP;
+	now = tpe__now_ns();
+	r->due = delay_ns <= 0 ? now : add_sat(now, delay_ns);
+	tpe__mutex_lock(&s->lock);
+	rc = s->shutdown ? ECANCELED : heap_reserve_locked(s);
+	if (rc == 0) {
+		r->seq = s->next_seq++;
+		heap_push_locked(s, r);
+		if (r->idx == 0)
+			wake_locked(s);
+	}
+	tpe__mutex_unlock(&s->lock);
+	/* A tpe_shutdown that ran before this scheduler existed (or while
+	 * it was being made) had no hook to call: take the task back while
+	 * it is still pending. */
+	if (rc == 0 && tpe_is_shutdown(pool)) {
+		tpe__mutex_lock(&s->lock);
+		if (r->idx != NOT_IN_HEAP) {
+			heap_remove_locked(s, r);
+			rc = ECANCELED;
+		}
+		tpe__mutex_unlock(&s->lock);
+	}
+	if (rc != 0) {
+		tpe__future_unref(&r->f);
+		tpe__future_unref(&r->f);
+		return rc;
+	}
+	if (future != NULL)
+		*future = &r->f;
+	else
+		tpe__future_unref(&r->f);
+	return 0;
+}
+
+int
+tpe_schedule(tpe_t *pool, tpe_fn fn, void *arg, int64_t delay_ns,
+    tpe_future_t **future)
+{
+	return schedule(pool, fn, NULL, fn != NULL, arg, delay_ns, 0, future);
+}
+
+int
+tpe_schedule_call(tpe_t *pool, tpe_call_fn fn, void *arg, int64_t delay_ns,
+    tpe_future_t **future)
+{
+	return schedule(pool, NULL, fn, fn != NULL, arg, delay_ns, 0, future);
+}
+
+int
+tpe_schedule_at_fixed_rate(tpe_t *pool, tpe_fn fn, void *arg,
+    int64_t initial_ns, int64_t period_ns, tpe_future_t **future)
+{
+	return schedule(pool, fn, NULL, fn != NULL && period_ns > 0, arg,
+	    initial_ns, period_ns, future);
+}
+
+int
+tpe_schedule_with_fixed_delay(tpe_t *pool, tpe_fn fn, void *arg,
+    int64_t initial_ns, int64_t delay_ns, tpe_future_t **future)
+{
+	/* The record keeps a fixed delay as a negative period. */
+	return schedule(pool, fn, NULL, fn != NULL && delay_ns > 0, arg,
+	    initial_ns, delay_ns > 0 ? -delay_ns : 0, future);
+}
+
+/* ---- the future's side ------------------------------------------------- */
+
+/* After the future went CANCELLED: leaves the heap at once with
+ * REMOVE_ON_CANCEL or after shutdown (termination must not wait). */
+static void
+on_cancel(struct tpe_future *f)
+{
+	struct sched_task *r = (struct sched_task *)f;
+	/* Pairs with release_record: NULL once the scheduler let go of r
+	 * (it ran, was handed back, or the pool is gone). A cancel racing
+	 * tpe_destroy of the pool is not supported (tpe_schedule(3)). */
+	struct tpe__sched *s = __atomic_load_n(&r->s, __ATOMIC_ACQUIRE);
+	bool removed = false;
+
+	if (s == NULL || tpe__forked_since(s->fork_gen))
+		return; /* the child: see hook_sched */
+	tpe__mutex_lock(&s->lock);
+	if (r->idx != NOT_IN_HEAP &&
+	    ((s->h->flags & TPE_SCHED_REMOVE_ON_CANCEL) != 0 || s->shutdown)) {
+		heap_remove_locked(s, r);
+		removed = true;
+		wake_locked(s);
+	}
+	tpe__mutex_unlock(&s->lock);
+	if (removed)
+		(void)discard(r);
+}
+
+static int64_t
+get_delay(const struct tpe_future *f)
+{
+	const struct sched_task *r = (const struct sched_task *)f;
+	int64_t due = __atomic_load_n(&r->due, __ATOMIC_RELAXED);
+
+	if (due == INT64_MAX)
+		return INT64_MAX;
+	return due - tpe__now_ns();
+}
+
+static const struct tpe__future_sched sched_future_ops = {
+	.on_cancel = on_cancel,
+	.get_delay = get_delay,
+};
+
+/* ---- the pool's hooks -------------------------------------------------- */
+
+/*
+ * The pool's scheduler, or NULL when it has none or when this is the
+ * child of a fork(): there the timer thread is gone and s->lock may be
+ * held by a parent thread, so the hooks do nothing (the child's pool is
+ * terminated already) and tpe__sched_destroy only frees memory.
+ */
+static struct tpe__sched *
+hook_sched(const struct tpe__sched_hook *h)
+{
+	/* Pairs with get_sched's CAS. */
+	struct tpe__sched *s = __atomic_load_n(&h->s, __ATOMIC_ACQUIRE);
+
+	if (s != NULL && tpe__forked_since(s->fork_gen))
+		return NULL;
+	return s;
+}
+
+/* Moves the records that must not stay (keep() false) out of the heap
+ * into a malloc'ed array; S held. Rebuilds the heap. */
+static struct sched_task **
+take_locked(struct tpe__sched *s, bool (*keep)(struct tpe__sched *,
+    struct sched_task *, int64_t), size_t *count)
+{
+	struct sched_task **out;
+	size_t i, k = 0, m = 0;
+	int64_t now = tpe__now_ns();
+
+	out = malloc((s->n + 1) * sizeof(*out));
+	for (i = 0; i < s->n; i++) {
+		struct sched_task *r = s->heap[i];
+
+		if (out != NULL && !keep(s, r, now)) {
+			r->idx = NOT_IN_HEAP;
+			out[m++] = r;
+		} else {
+			s->heap[k++] = r;
+		}
+	}
+	s->n = k;
+	for (i = s->n / 2; i-- > 0;)
+		sift_down(s, i, s->heap[i]);
+	for (i = 0; i < s->n; i++)
+		s->heap[i]->idx = i;
+	*count = m;
+	return out;
+}
+
+static bool
+keep_at_shutdown(struct tpe__sched *s, struct sched_task *r, int64_t now)
+{
+	if (!tpe__future_is_new(&r->f))
+		return false;
+	if (r->period != 0)
+		return (s->h->flags &
+		    TPE_SCHED_CONTINUE_PERIODIC_AFTER_SHUTDOWN) != 0;
+	return r->due <= now ||
+	    (s->h->flags & TPE_SCHED_DROP_DELAYED_AFTER_SHUTDOWN) == 0;
+}
+
+static bool
+keep_none(struct tpe__sched *s, struct sched_task *r, int64_t now)
+{
+	(void)s; (void)r; (void)now;
+	return false;
+}
+
+static bool
+keep_uncancelled(struct tpe__sched *s, struct sched_task *r, int64_t now)
+{
+	(void)s; (void)now;
+	return tpe__future_is_new(&r->f);
+}
+
+/* Ends every record of out (array of m) through cb, then frees out. */
+static void
+finish_all(struct sched_task **out, size_t m, tpe_handback_fn cb, void *ctx)
+{
+	size_t i;
+
+	for (i = 0; i < m; i++)
+		if (!finish(out[i], cb, ctx))
+			return;
+	free(out);
+}
+
+void
+tpe__sched_shutdown(struct tpe__sched_hook *h)
+{
+	struct tpe__sched *s = hook_sched(h);
+	struct sched_task **out;
+	size_t m;
+	bool gate = false;
+
+	if (s == NULL)
+		return;
+	tpe__mutex_lock(&s->lock);
+	if (s->shutdown) {
+		tpe__mutex_unlock(&s->lock);
+		return;
+	}
+	set_flag_locked(s, &s->shutdown);
+	tpe__cond_signal(&s->timer_cond);
+	while (s->submitting)
+		tpe__cond_wait_until(&s->idle_cond, &s->lock, INT64_MAX);
+	out = take_locked(s, keep_at_shutdown, &m);
+	if (s->n > 0 && !s->gate_active) {
+		s->gate_active = true;
+		gate = true;
+	}
+	tpe__mutex_unlock(&s->lock);
+	if (out != NULL)
+		finish_all(out, m, h->discard, h->discard_ctx);
+	/* The pool is still RUNNING (the hook comes first). Refused (a
+	 * saturated bounded or hand-off pool): what was left is handed to
+	 * the discard callback (tpe_schedule(3)). */
+	if (gate && tpe_execute_wait(h->pool, gate_task, s, 0) != 0) {
+		tpe__mutex_lock(&s->lock);
+		s->gate_active = false;
+		out = take_locked(s, keep_none, &m);
+		tpe__cond_broadcast(&s->idle_cond);
+		tpe__mutex_unlock(&s->lock);
+		if (out != NULL)
+			finish_all(out, m, h->discard, h->discard_ctx);
+	}
+}
+
+void
+tpe__sched_shutdown_now(struct tpe__sched_hook *h, tpe_handback_fn cb,
+    void *ctx)
+{
+	struct tpe__sched *s = hook_sched(h);
+	struct sched_task **out;
+	size_t m;
+
+	if (s == NULL)
+		return;
+	tpe__mutex_lock(&s->lock);
+	set_flag_locked(s, &s->shutdown);
+	set_flag_locked(s, &s->stop);
+	tpe__cond_signal(&s->timer_cond);
+	tpe__cond_broadcast(&s->gate_cond);
+	while (s->submitting)
+		tpe__cond_wait_until(&s->idle_cond, &s->lock, INT64_MAX);
+	out = take_locked(s, keep_none, &m);
+	tpe__mutex_unlock(&s->lock);
+	if (out != NULL)
+		finish_all(out, m, cb, ctx);
+}
+
+bool
+tpe__sched_translate(struct tpe__sched_hook *h, struct tpe__task *t)
+{
+	struct tpe__sched *s = hook_sched(h);
+	struct sched_task *r;
+
+	if (s == NULL || t->future != NULL)
+		return true;
+	if (t->fn == gate_task) {
+		tpe__mutex_lock(&s->lock);
+		s->gate_active = false;
+		tpe__cond_broadcast(&s->idle_cond);
+		tpe__mutex_unlock(&s->lock);
+		return false;
+	}
+	if (t->fn != run_task)
+		return true;
+	r = t->arg;
+	tpe__future_cancel(&r->f);
+	t->fn = r->fn;
+	t->arg = r->arg;
+	release_record(r);
+	return true;
+}
+
+size_t
+tpe__sched_pending(const struct tpe__sched_hook *h)
+{
+	struct tpe__sched *s = hook_sched(h);
+	size_t n;
+
+	if (s == NULL)
+		return 0;
+	tpe__mutex_lock(&s->lock);
+	n = s->n;
+	tpe__mutex_unlock(&s->lock);
+	return n;
+}
+
+size_t
+tpe__sched_purge(struct tpe__sched_hook *h)
+{
+	struct tpe__sched *s = hook_sched(h);
+	struct sched_task **out;
+	size_t m = 0;
+
+	if (s == NULL)
+		return 0;
+	tpe__mutex_lock(&s->lock);
+	out = take_locked(s, keep_uncancelled, &m);
+	tpe__mutex_unlock(&s->lock);
+	if (out != NULL)
+		finish_all(out, m, h->discard, h->discard_ctx);
+	return m;
+}
+
+void
+tpe__sched_destroy(struct tpe__sched_hook *h)
+{
+	/* Not hook_sched: the child frees its copy's memory too. */
+	struct tpe__sched *s = __atomic_load_n(&h->s, __ATOMIC_ACQUIRE);
+	size_t i;
+
+	if (s == NULL)
+		return;
+	h->s = NULL;
+	if (tpe__forked_since(s->fork_gen)) {
+		/* The child: the timer thread is not here, the locks may be
+		 * held by parent threads; only memory is freed. */
+		for (i = 0; i < s->n; i++)
+			tpe__future_unref(&s->heap[i]->f);
+		sched_free(s);
+		return;
+	}
+	stop_thread(s);
+	/* The pool terminated: the gate ran everything that stayed. */
+	for (i = 0; i < s->n; i++)
+		(void)discard(s->heap[i]);
+	sched_free(s);
+}
+
+void
+tpe__sched_atfork_forget(struct tpe__task *t)
+{
+	/* The child: only the scheduler's reference goes (an atomic
+	 * decrement; the last one frees without touching the locks). */
+	if (t->future == NULL && t->fn == run_task)
+		tpe__future_unref(&((struct sched_task *)t->arg)->f);
+}
+
+void
+tpe__sched_discard(tpe_fn fn, void *arg, void *ctx)
+{
+	struct tpe__sched_hook *h = ctx;
+	struct tpe__sched *s = hook_sched(h);
+	struct sched_task **out, *r;
+	size_t m;
+
+	if (s != NULL && fn == gate_task) {
+		/* The gate will not run (the pool could start no worker for
+		 * it): what it would have run goes to the discard callback. */
+		tpe__mutex_lock(&s->lock);
+		s->gate_active = false;
+		out = take_locked(s, keep_none, &m);
+		tpe__cond_broadcast(&s->idle_cond);
+		tpe__mutex_unlock(&s->lock);
+		if (out != NULL)
+			finish_all(out, m, h->discard, h->discard_ctx);
+		return;
+	}
+	if (s != NULL && fn == run_task) {
+		/* A due scheduled task the pool dropped (DISCARD_OLDEST, a
+		 * queue no worker can drain): the user's pair, its future
+		 * cancelled. */
+		r = arg;
+		(void)finish(r, h->discard, h->discard_ctx);
+		return;
+	}
+	if (h->discard != NULL)
+		h->discard(fn, arg, h->discard_ctx);
+}

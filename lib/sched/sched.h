@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sched.h - delayed and periodic tasks (tpe_schedule(3)): the timer of a
+ * pool and the hooks through which the pool tells it about its lifecycle.
+ *
+ * Where it sits: lib/sched, a layer on the pool's public calls. A due task
+ * enters the pool through tpe_execute_wait (timeout 0), so the timer works
+ * on every queue kind, policy and engine unchanged. It takes from the pool
+ * only the narrow struct tpe__sched_hook below (embedded in the pool, its
+ * I fields set at create) and the future module (a scheduled task's
+ * record begins with its future: future.h). pool.c calls the hooks listed
+ * below, each without pool->lock held; sched never takes pool->lock.
+ */
+#ifndef TPE_SCHED_H
+#define TPE_SCHED_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "queue/node.h"
+#include "tpe.h"
+
+struct tpe__sched;
+
+/* What the scheduler gets of its pool (pool->sched_hook). */
+struct tpe__sched_hook {
+	struct tpe__sched *s;     /* A: NULL until the first schedule (CAS,
+				   * tpe_schedule*), then fixed until
+				   * tpe__sched_destroy */
+	tpe_t *pool;              /* I: for tpe_execute_wait, tpe_is_shutdown */
+	tpe_handback_fn discard;  /* I: the pool's discard callback */
+	void *discard_ctx;        /* I */
+	unsigned flags;           /* I: TPE_SCHED_* */
+};
+
+/*
+ * The hooks pool.c calls (never with pool->lock held):
+ *
+ * tpe__sched_shutdown: from tpe_shutdown, before the pool leaves RUNNING.
+ *   New schedules are refused from here on; the flags decide what stays;
+ *   what stays runs on one worker of the pool (a "gate" task submitted
+ *   now), which keeps the pool from terminating until it is done.
+ * tpe__sched_shutdown_now: from tpe_shutdown_now, before the pool drains
+ *   its queue. Every pending scheduled task goes to cb (user fn/arg) once.
+ * tpe__sched_translate: for each node tpe_shutdown_now drained: a due
+ *   scheduled task gets its user fn/arg back (its future cancelled) and
+ *   true; the gate task: false (the pool frees the node, no hand-back);
+ *   any other node: true, untouched.
+ * tpe__sched_pending: the pending scheduled tasks (the `queued` stat).
+ * tpe__sched_purge: removes cancelled pending tasks; how many.
+ * tpe__sched_destroy: from tpe_destroy after termination (joins the timer
+ *   thread; in a fork child only frees memory: the thread is gone there).
+ * tpe__sched_atfork_forget: from the pool's fork child handler.
+ */
+void tpe__sched_shutdown(struct tpe__sched_hook *h);
+void tpe__sched_shutdown_now(struct tpe__sched_hook *h, tpe_handback_fn cb,
+    void *ctx);
+bool tpe__sched_translate(struct tpe__sched_hook *h, struct tpe__task *t);
+size_t tpe__sched_pending(const struct tpe__sched_hook *h);
+size_t tpe__sched_purge(struct tpe__sched_hook *h);
+void tpe__sched_destroy(struct tpe__sched_hook *h);
+/* The pool's fork child handler, for each queued node it frees: drops a
+ * scheduled task's record (the child has no timer). */
+void tpe__sched_atfork_forget(struct tpe__task *t);
+
+/*
+ * The discard callback the pool installs in its attributes (ctx: the
+ * hook), so that a scheduled task the pool itself drops (DISCARD_OLDEST
+ * evicting it, a shutdown with no worker to drain the queue) reaches the
+ * user's discard callback (h->discard) as the user's fn/arg, its future
+ * cancelled; anything else is passed on unchanged.
+ */
+void tpe__sched_discard(tpe_fn fn, void *arg, void *ctx);
+
+/* pool.c's accessor for the public calls in sched.c. */
+struct tpe__sched_hook *tpe__pool_sched_hook(tpe_t *pool);
+
+#endif /* TPE_SCHED_H */

@@ -1,0 +1,1281 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_sched.c - delayed and periodic tasks (tpe_schedule(3)).
+ *
+ * From the JSR-166 TCK's ScheduledExecutorTest, translated: testExecute
+ * (delay 0 runs), testSchedule1/3 (one-shot runs, never before its delay,
+ * result through the future), testSchedule4 and testFixedRateSequence /
+ * testFixedDelaySequence (periodic runs, cancelled from inside), the
+ * testSchedule*_RejectedExecutionException family (ECANCELED after
+ * shutdown), testSchedule*_NullPointerException (EINVAL),
+ * testScheduleAtFixedRate/WithFixedDelay_IllegalArgument (period <= 0),
+ * testGetQueue/testPurge (queued, tpe_purge, REMOVE_ON_CANCEL),
+ * testShutdown_cancellation (test_sched_shutdown_wedged, each flag),
+ * testShutdownNow_delayedTasks (hand-back exactly once; unlike Java the
+ * futures report ECANCELED at once, as issue 20 and tpe_submit say),
+ * testIsShutdown/testIsTerminated around scheduled tasks.
+ * Left out: testInvokeAny/All (no invokeAny in libtpe), the thread-factory
+ * tests and cancel(true) (no factories, no interruption in C),
+ * testGetActiveCount/CompletedTaskCount/LargestPoolSize/PoolSize/
+ * TaskCount/CorePoolSize (the pool's counters: test_stats), testExecute
+ * and testSubmit* of plain tasks (test_future, test_conformance),
+ * testRemove (tpe_remove matches a fn/arg pair the pool queued; a
+ * scheduled task is removed by cancelling its future), the
+ * exception-in-periodic-task ones (a C task cannot throw), and the rate
+ * checks of testFixedRate/DelaySequence that assert an upper bound (only
+ * lower bounds here).
+ *
+ * Helpers and tasks never call cmocka's asserts; the test thread does.
+ * No timing asserts except lower bounds ("never before its delay").
+ */
+#include <dirent.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define TU_FAULT_INJECTION /* this binary links the --wrap wrappers */
+#include "helpers.h"
+#include "pool/pool.h"
+
+/* Counts what the discard callback got per argument. */
+struct tally {
+	int ran;        /* atomic */
+	int discarded;  /* atomic */
+	int handed;     /* atomic: tpe_shutdown_now's callback */
+	int64_t at;     /* first run's time */
+	int64_t not_before;
+};
+
+static void
+tally_fn(void *arg)
+{
+	struct tally *t = arg;
+
+	if (__atomic_add_fetch(&t->ran, 1, __ATOMIC_SEQ_CST) == 1)
+		t->at = tu_now_ns();
+}
+
+static void
+discard_cb(tpe_fn fn, void *arg, void *ctx)
+{
+	(void)ctx;
+	if (fn != tally_fn)
+		return; /* only tallies count */
+	__atomic_add_fetch(&((struct tally *)arg)->discarded, 1,
+	    __ATOMIC_SEQ_CST);
+}
+
+static void
+handed_cb(tpe_fn fn, void *arg, void *ctx)
+{
+	(void)ctx;
+	if (fn != tally_fn)
+		return;
+	__atomic_add_fetch(&((struct tally *)arg)->handed, 1, __ATOMIC_SEQ_CST);
+}
+
+static tpe_t *
+make_pool(enum tpe_queue_kind kind, size_t cap, size_t core, size_t max,
+    unsigned flags)
+{
+	tpe_attr_t *a;
+	tpe_t *p;
+
+	assert_int_equal(tpe_attr_create(&a), 0);
+	assert_int_equal(tpe_attr_set_pool_size(a, core, max), 0);
+	assert_int_equal(tpe_attr_set_queue(a, kind, cap), 0);
+	assert_int_equal(tpe_attr_set_discard_callback(a, discard_cb, NULL), 0);
+	assert_int_equal(tpe_attr_set_schedule_flags(a, flags), 0);
+	assert_int_equal(tpe_create(&p, a), 0);
+	tpe_attr_destroy(a);
+	return p;
+}
+
+static tpe_t *
+default_pool(unsigned flags)
+{
+	return make_pool(TPE_QUEUE_UNBOUNDED, 0, 2, 2, flags);
+}
+
+static void
+noop_fn(void *arg)
+{
+	(void)arg;
+}
+
+static void *
+call_fn(void *arg)
+{
+	return arg;
+}
+
+/* ---- errors ----------------------------------------------------------- */
+
+static void
+test_sched_errors(void **state)
+{
+	tpe_future_t *f = (tpe_future_t *)&f;
+	tpe_attr_t *a;
+	tpe_t *p = default_pool(0);
+	int64_t d;
+
+	(void)state;
+	assert_int_equal(tpe_schedule(NULL, noop_fn, NULL, 0, NULL), EINVAL);
+	assert_int_equal(tpe_schedule(p, NULL, NULL, 0, &f), EINVAL);
+	assert_null(f);
+	assert_int_equal(tpe_schedule_call(p, NULL, NULL, 0, NULL), EINVAL);
+	assert_int_equal(tpe_schedule_call(NULL, call_fn, NULL, 0, NULL),
+	    EINVAL);
+	assert_int_equal(tpe_schedule_at_fixed_rate(p, noop_fn, NULL, 0, 0,
+	    NULL), EINVAL);
+	assert_int_equal(tpe_schedule_at_fixed_rate(p, noop_fn, NULL, 0, -1,
+	    NULL), EINVAL);
+	assert_int_equal(tpe_schedule_with_fixed_delay(p, noop_fn, NULL, 0, 0,
+	    NULL), EINVAL);
+	assert_int_equal(tpe_schedule_with_fixed_delay(NULL, noop_fn, NULL, 0,
+	    1, NULL), EINVAL);
+	assert_int_equal(tpe_schedule_at_fixed_rate(p, NULL, NULL, 0, 1,
+	    NULL), EINVAL);
+	assert_int_equal(tpe_future_get_delay(NULL, &d), EINVAL);
+	assert_int_equal(tpe_submit(p, call_fn, NULL, &f), 0);
+	assert_int_equal(tpe_future_get_delay(f, &d), EINVAL);
+	tpe_future_release(f);
+	assert_int_equal(tpe_schedule(p, noop_fn, NULL, TU_S, &f), 0);
+	assert_int_equal(tpe_future_get_delay(f, NULL), EINVAL);
+	assert_int_equal(tpe_future_cancel(f), 0);
+	tpe_future_release(f);
+	assert_int_equal(tpe_attr_create(&a), 0);
+	assert_int_equal(tpe_attr_set_schedule_flags(NULL, 0), EINVAL);
+	assert_int_equal(tpe_attr_set_schedule_flags(a, 0x8), EINVAL);
+	assert_int_equal(tpe_attr_set_schedule_flags(a, 0x7), 0);
+	tpe_attr_destroy(a);
+	/* After shutdown: ECANCELED, but EINVAL first. */
+	assert_int_equal(tpe_shutdown(p), 0);
+	assert_int_equal(tpe_schedule(p, noop_fn, NULL, 0, NULL), ECANCELED);
+	assert_int_equal(tpe_schedule_call(p, call_fn, NULL, 0, NULL),
+	    ECANCELED);
+	assert_int_equal(tpe_schedule_at_fixed_rate(p, noop_fn, NULL, 0, 1,
+	    NULL), ECANCELED);
+	assert_int_equal(tpe_schedule_with_fixed_delay(p, noop_fn, NULL, 0, 1,
+	    NULL), ECANCELED);
+	assert_int_equal(tpe_schedule(p, NULL, NULL, 0, NULL), EINVAL);
+	assert_int_equal(tpe_schedule_at_fixed_rate(p, noop_fn, NULL, 0, 0,
+	    NULL), EINVAL);
+	assert_int_equal(tpe_destroy(p), 0);
+}
+
+/* ---- one-shots -------------------------------------------------------- */
+
+static void
+test_sched_never_before_delay(void **state)
+{
+	struct tally t[8];
+	tpe_future_t *f[8];
+	tpe_t *p = default_pool(0);
+	void *res = NULL;
+	int i;
+
+	(void)state;
+	memset(t, 0, sizeof(t));
+	for (i = 0; i < 8; i++) {
+		t[i].not_before = tu_now_ns() + i * 3 * TU_MS;
+		assert_int_equal(tpe_schedule(p, tally_fn, &t[i], i * 3 * TU_MS,
+		    &f[i]), 0);
+	}
+	for (i = 0; i < 8; i++) {
+		assert_int_equal(tpe_future_get(f[i], 10 * TU_S, &res), 0);
+		assert_null(res);
+		assert_int_equal(tu_ran(&t[i]), 1);
+		assert_true(t[i].at >= t[i].not_before);
+		assert_true(tpe_future_is_done(f[i]));
+		assert_int_equal(tpe_future_cancel(f[i]), EBUSY);
+		tpe_future_release(f[i]);
+	}
+	assert_int_equal(tpe_schedule_call(p, call_fn, &t[0], 2 * TU_MS,
+	    &f[0]), 0);
+	assert_int_equal(tpe_future_get(f[0], 10 * TU_S, &res), 0);
+	assert_ptr_equal(res, &t[0]);
+	tpe_future_release(f[0]);
+	assert_int_equal(tpe_destroy(p), 0);
+}
+
+/* Delay <= 0 is now; equal due times keep the order they were scheduled
+ * in (one worker, so the run order is the entry order). */
+struct order {
+	pthread_mutex_t lock;
+	int seen[64];
+	int n;
+};
+struct order_item {
+	struct order *o;
+	int i;
+};
+
+static void
+order_fn(void *arg)
+{
+	struct order_item *it = arg;
+
+	pthread_mutex_lock(&it->o->lock);
+	it->o->seen[it->o->n++] = it->i;
+	pthread_mutex_unlock(&it->o->lock);
+}
+
+static void
+test_sched_fifo_and_nonpositive_delay(void **state)
+{
+	struct order o = { PTHREAD_MUTEX_INITIALIZER, { 0 }, 0 };
+	struct order_item it[64];
+	tpe_t *p = make_pool(TPE_QUEUE_UNBOUNDED, 0, 1, 1, 0);
+	int i;
+
+	(void)state;
+	for (i = 0; i < 64; i++) {
+		it[i].o = &o;
+		it[i].i = i;
+		assert_int_equal(tpe_schedule(p, order_fn, &it[i],
+		    i % 2 == 0 ? 0 : -TU_S, NULL), 0);
+	}
+	assert_int_equal(tpe_shutdown(p), 0);
+	assert_int_equal(tpe_await_termination(p, 10 * TU_S), 0);
+	assert_int_equal(o.n, 64);
+	for (i = 0; i < 64; i++)
+		assert_int_equal(o.seen[i], i);
+	assert_int_equal(tpe_destroy(p), 0);
+}
+
+static void
+test_sched_get_delay(void **state)
+{
+	tpe_future_t *f, *g;
+	tpe_t *p = default_pool(TPE_SCHED_REMOVE_ON_CANCEL);
+	int64_t d;
+
+	(void)state;
+	assert_int_equal(tpe_schedule(p, noop_fn, NULL, 60 * TU_S, &f), 0);
+	assert_int_equal(tpe_future_get_delay(f, &d), 0);
+	assert_true(d > 0 && d <= 60 * TU_S);
+	/* now + delay saturates: "never". */
+	assert_int_equal(tpe_schedule(p, noop_fn, NULL, INT64_MAX, &g), 0);
+	assert_int_equal(tpe_future_get_delay(g, &d), 0);
+	assert_true(d == INT64_MAX);
+	assert_int_equal(tpe_future_get(g, 0, NULL), ETIMEDOUT);
+	assert_int_equal(tpe_future_cancel(f), 0);
+	assert_int_equal(tpe_future_cancel(g), 0);
+	assert_int_equal(tpe_future_get(g, 0, NULL), ECANCELED);
+	tpe_future_release(f);
+	tpe_future_release(g);
+	assert_int_equal(tpe_destroy(p), 0);
+}
+
+/* ---- periodic --------------------------------------------------------- */
+
+struct periodic {
+	tpe_future_t *f;        /* set before the first run can cancel */
+	int ran;                /* atomic */
+	int inside;             /* atomic: overlap detector */
+	int overlap;            /* atomic */
+	int stop_after;
+	int64_t last_end, min_gap;
+	int64_t first_start, start0;
+	pthread_mutex_t lock;
+	sem_t set;
+};
+
+static void
+periodic_fn(void *arg)
+{
+	struct periodic *pe = arg;
+	int64_t now = tu_now_ns();
+	int n;
+
+	if (__atomic_add_fetch(&pe->inside, 1, __ATOMIC_SEQ_CST) != 1)
+		__atomic_store_n(&pe->overlap, 1, __ATOMIC_SEQ_CST);
+	pthread_mutex_lock(&pe->lock);
+	if (pe->last_end != 0 && now - pe->last_end < pe->min_gap)
+		pe->min_gap = now - pe->last_end;
+	if (pe->first_start == 0)
+		pe->first_start = now;
+	pthread_mutex_unlock(&pe->lock);
+	n = __atomic_add_fetch(&pe->ran, 1, __ATOMIC_SEQ_CST);
+	if (n == pe->stop_after) {
+		/* Wait until the scheduling call stored the future. */
+		sem_wait(&pe->set);
+		/* Cancelled while it runs: 0, and no other run starts. */
+		if (tpe_future_cancel(pe->f) != 0)
+			__atomic_store_n(&pe->overlap, 2, __ATOMIC_SEQ_CST);
+	}
+	pthread_mutex_lock(&pe->lock);
+	pe->last_end = tu_now_ns();
+	pthread_mutex_unlock(&pe->lock);
+	__atomic_sub_fetch(&pe->inside, 1, __ATOMIC_SEQ_CST);
+}
+
+static void
+periodic_init(struct periodic *pe, int stop_after)
+{
+	memset(pe, 0, sizeof(*pe));
+	pe->stop_after = stop_after;
+	pe->min_gap = INT64_MAX;
+	pthread_mutex_init(&pe->lock, NULL);
+	sem_init(&pe->set, 0, 0);
+}
+
+static void
+run_periodic(bool rate)
+{
+	struct periodic pe;
+	tpe_t *p = make_pool(TPE_QUEUE_UNBOUNDED, 0, 4, 4, 0);
+	int rc;
+
+	periodic_init(&pe, 5);
+	pe.start0 = tu_now_ns();
+	if (rate)
+		rc = tpe_schedule_at_fixed_rate(p, periodic_fn, &pe, TU_MS,
+		    2 * TU_MS, &pe.f);
+	else
+		rc = tpe_schedule_with_fixed_delay(p, periodic_fn, &pe, TU_MS,
+		    2 * TU_MS, &pe.f);
+	assert_int_equal(rc, 0);
+	sem_post(&pe.set);
+	/* Completes only by cancel. */
+	assert_int_equal(tpe_future_get(pe.f, 30 * TU_S, NULL), ECANCELED);
+	assert_true(tpe_future_is_cancelled(pe.f));
+	assert_int_equal(tpe_shutdown(p), 0);
+	assert_int_equal(tpe_await_termination(p, 30 * TU_S), 0);
+	assert_int_equal(tu_ran(&pe), 5);
+	assert_int_equal(pe.overlap, 0);
+	assert_true(pe.first_start >= pe.start0 + TU_MS);
+	if (!rate)
+		assert_true(pe.min_gap >= 2 * TU_MS);
+	tpe_future_release(pe.f);
+	assert_int_equal(tpe_destroy(p), 0);
+}
+
+static void
+test_sched_fixed_rate(void **state)
+{
+	(void)state;
+	run_periodic(true);
+}
+
+static void
+test_sched_fixed_delay(void **state)
+{
+	(void)state;
+	run_periodic(false);
+}
+
+/* A fixed-rate run that overruns: the next ones run back to back, never
+ * overlapping, and none is skipped (start k >= first + k * period). */
+struct overrun {
+	int ran;
+	int inside, overlap;
+	int64_t start[8];
+	struct tu_latch *release;
+	struct tu_latch *done;
+};
+
+static void
+overrun_fn(void *arg)
+{
+	struct overrun *o = arg;
+	int n;
+
+	if (__atomic_add_fetch(&o->inside, 1, __ATOMIC_SEQ_CST) != 1)
+		__atomic_store_n(&o->overlap, 1, __ATOMIC_SEQ_CST);
+	n = __atomic_load_n(&o->ran, __ATOMIC_SEQ_CST);
+	if (n < 8)
+		o->start[n] = tu_now_ns();
+	if (n == 0)
+		tu_latch_wait(o->release);
+	__atomic_sub_fetch(&o->inside, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_add_fetch(&o->ran, 1, __ATOMIC_SEQ_CST) == 8)
+		tu_latch_count_down(o->done);
+}
+
+static void
+test_sched_fixed_rate_overrun(void **state)
+{
+	struct tu_latch release, done;
+	struct overrun o;
+	tpe_future_t *f;
+	tpe_t *p = make_pool(TPE_QUEUE_UNBOUNDED, 0, 4, 4, 0);
+	int64_t t0;
+	int i;
+
+	(void)state;
+	memset(&o, 0, sizeof(o));
+	tu_latch_init(&release, 1);
+	tu_latch_init(&done, 1);
+	o.release = &release;
+	o.done = &done;
+	t0 = tu_now_ns();
+	assert_int_equal(tpe_schedule_at_fixed_rate(p, overrun_fn, &o, 0,
+	    TU_MS, &f), 0);
+	tu_sleep_ns(10 * TU_MS); /* only lets the first run overrun */
+	tu_latch_count_down(&release);
+	tu_latch_wait(&done);
+	assert_int_equal(tpe_future_cancel(f), 0);
+	assert_int_equal(o.overlap, 0);
+	for (i = 0; i < 8; i++)
+		assert_true(o.start[i] >= t0 + i * TU_MS);
+	tpe_future_release(f);
+	assert_int_equal(tpe_destroy(p), 0);
+	tu_latch_destroy(&release);
+	tu_latch_destroy(&done);
+}
+
+/* ---- cancel, purge, REMOVE_ON_CANCEL ----------------------------------- */
+
+static void
+test_sched_cancel_discard_purge(void **state)
+{
+	struct tally t[4];
+	tpe_future_t *f[4];
+	struct tpe_stats st;
+	size_t purged;
+	tpe_t *p = default_pool(0);
+	int i;
+
+	(void)state;
+	memset(t, 0, sizeof(t));
+	for (i = 0; i < 4; i++)
+		assert_int_equal(tpe_schedule(p, tally_fn, &t[i], 60 * TU_S,
+		    &f[i]), 0);
+	assert_int_equal(tpe_get_stats(p, &st, sizeof(st)), 0);
+	assert_int_equal(st.queued, 4);
+	assert_int_equal(tpe_future_cancel(f[0]), 0);
+	assert_int_equal(tpe_future_cancel(f[1]), 0);
+	assert_int_equal(tpe_future_get(f[0], 0, NULL), ECANCELED);
+	/* Without REMOVE_ON_CANCEL it stays until purge. */
+	assert_int_equal(tpe_get_stats(p, &st, sizeof(st)), 0);
+	assert_int_equal(st.queued, 4);
+	assert_int_equal(tpe_purge(p, &purged), 0);
+	assert_int_equal(purged, 2);
+	assert_int_equal(t[0].discarded, 1);
+	assert_int_equal(t[1].discarded, 1);
+	assert_int_equal(tpe_get_stats(p, &st, sizeof(st)), 0);
+	assert_int_equal(st.queued, 2);
+	/* Shutdown: delayed one-shots stay; cancelled ones then leave at
+	 * once, so termination does not wait for their due time. */
+	assert_int_equal(tpe_shutdown(p), 0);
+	assert_int_equal(tpe_await_termination(p, 0), ETIMEDOUT);
+	assert_int_equal(tpe_future_cancel(f[2]), 0);
+	assert_int_equal(tpe_future_cancel(f[3]), 0);
+	assert_int_equal(tpe_await_termination(p, 10 * TU_S), 0);
+	for (i = 0; i < 4; i++) {
+		assert_int_equal(t[i].ran, 0);
+		assert_int_equal(t[i].discarded, 1);
+		tpe_future_release(f[i]);
+	}
+	assert_int_equal(tpe_destroy(p), 0);
+}
+
+static void
+test_sched_remove_on_cancel(void **state)
+{
+	struct tally t;
+	tpe_future_t *f;
+	struct tpe_stats st;
+	tpe_t *p = default_pool(TPE_SCHED_REMOVE_ON_CANCEL);
+
+	(void)state;
+	memset(&t, 0, sizeof(t));
+	assert_int_equal(tpe_schedule_with_fixed_delay(p, tally_fn, &t,
+	    60 * TU_S, TU_S, &f), 0);
+	assert_int_equal(tpe_get_stats(p, &st, sizeof(st)), 0);
+	assert_int_equal(st.queued, 1);
+	assert_int_equal(tpe_future_cancel(f), 0);
+	assert_int_equal(t.discarded, 1);
+	assert_int_equal(tpe_get_stats(p, &st, sizeof(st)), 0);
+	assert_int_equal(st.queued, 0);
+	assert_int_equal(tpe_future_cancel(f), 0); /* again: no second hand-back */
+	assert_int_equal(t.discarded, 1);
+	tpe_future_release(f);
+	assert_int_equal(tpe_destroy(p), 0);
+}
+
+/* ---- shutdown variants ------------------------------------------------- */
+
+static void
+shutdown_case(unsigned flags, bool delayed_runs, bool periodic_continues)
+{
+	struct tally one, per;
+	tpe_future_t *f1, *fp;
+	tpe_t *p = default_pool(flags);
+
+	memset(&one, 0, sizeof(one));
+	memset(&per, 0, sizeof(per));
+	assert_int_equal(tpe_schedule(p, tally_fn, &one, 20 * TU_MS, &f1), 0);
+	assert_int_equal(tpe_schedule_at_fixed_rate(p, tally_fn, &per, 0,
+	    TU_MS, &fp), 0);
+	while (tu_ran(&per) == 0)
+		tu_sleep_ns(TU_MS);
+	assert_int_equal(tpe_shutdown(p), 0);
+	assert_true(tpe_is_shutdown(p));
+	if (periodic_continues) {
+		int seen = tu_ran(&per);
+
+		while (tu_ran(&per) < seen + 3)
+			tu_sleep_ns(TU_MS);
+		assert_false(tpe_is_terminated(p));
+		assert_int_equal(tpe_future_cancel(fp), 0);
+	}
+	assert_int_equal(tpe_await_termination(p, 30 * TU_S), 0);
+	assert_int_equal(tpe_future_get(fp, 0, NULL), ECANCELED);
+	assert_int_equal(per.discarded, 1);
+	if (delayed_runs) {
+		assert_int_equal(tpe_future_get(f1, 0, NULL), 0);
+		assert_int_equal(one.ran, 1);
+		assert_int_equal(one.discarded, 0);
+	} else {
+		assert_int_equal(tpe_future_get(f1, 0, NULL), ECANCELED);
+		assert_int_equal(one.ran, 0);
+		assert_int_equal(one.discarded, 1);
+	}
+	tpe_future_release(f1);
+	tpe_future_release(fp);
+	assert_int_equal(tpe_destroy(p), 0);
+}
+
+static void
+test_sched_shutdown_default(void **state)
+{
+	(void)state;
+	shutdown_case(0, true, false);
+}
+
+static void
+test_sched_shutdown_drop_delayed(void **state)
+{
+	(void)state;
+	shutdown_case(TPE_SCHED_DROP_DELAYED_AFTER_SHUTDOWN, false, false);
+}
+
+static void
+test_sched_shutdown_continue_periodic(void **state)
+{
+	(void)state;
+	shutdown_case(TPE_SCHED_CONTINUE_PERIODIC_AFTER_SHUTDOWN, true, true);
+}
+
+/*
+ * The TCK's testShutdown_cancellation: the pool's two workers wedged by
+ * blockers, two periodic tasks and a one-shot due and handed to the pool
+ * (its queue), then shutdown. Periodic ones stop (their queued run does
+ * not start) unless CONTINUE_PERIODIC; the one-shot was due, so it runs
+ * whatever the flags.
+ */
+static void
+wedged_case(unsigned flags)
+{
+	struct tu_latch started, release;
+	struct tu_blocker b = { &started, &release, NULL, 0 };
+	struct tally rate, delay, once;
+	tpe_future_t *fr, *fd, *fo;
+	struct tpe_stats st;
+	bool cont = (flags & TPE_SCHED_CONTINUE_PERIODIC_AFTER_SHUTDOWN) != 0;
+	tpe_t *p = default_pool(flags);
+
+	memset(&rate, 0, sizeof(rate));
+	memset(&delay, 0, sizeof(delay));
+	memset(&once, 0, sizeof(once));
+	tu_latch_init(&started, 2);
+	tu_latch_init(&release, 1);
+	assert_int_equal(tpe_execute(p, tu_blocker_fn, &b), 0);
+	assert_int_equal(tpe_execute(p, tu_blocker_fn, &b), 0);
+	tu_latch_wait(&started);
+	assert_int_equal(tpe_schedule_at_fixed_rate(p, tally_fn, &rate, TU_MS,
+	    TU_MS, &fr), 0);
+	assert_int_equal(tpe_schedule_with_fixed_delay(p, tally_fn, &delay,
+	    TU_MS, TU_MS, &fd), 0);
+	assert_int_equal(tpe_schedule(p, tally_fn, &once, TU_MS, &fo), 0);
+	do { /* until the timer has handed all three to the pool */
+		assert_int_equal(tpe_get_stats(p, &st, sizeof(st)), 0);
+	} while (st.submitted < 5);
+	assert_int_equal(tpe_shutdown(p), 0);
+	assert_true(tpe_is_shutdown(p));
+	assert_false(tpe_is_terminated(p));
+	tu_latch_count_down(&release);
+	assert_int_equal(tpe_future_get(fo, 30 * TU_S, NULL), 0);
+	assert_int_equal(once.ran, 1);
+	if (cont) {
+		while (tu_ran(&rate) < 2 || tu_ran(&delay) < 2)
+			tu_sleep_ns(TU_MS);
+		assert_int_equal(tpe_future_cancel(fr), 0);
+		assert_int_equal(tpe_future_cancel(fd), 0);
+	}
+	assert_int_equal(tpe_await_termination(p, 30 * TU_S), 0);
+	assert_int_equal(tpe_future_get(fr, 0, NULL), ECANCELED);
+	assert_int_equal(tpe_future_get(fd, 0, NULL), ECANCELED);
+	if (!cont) {
+		assert_int_equal(rate.ran, 0);
+		assert_int_equal(delay.ran, 0);
+	}
+	assert_int_equal(rate.discarded, 1);
+	assert_int_equal(delay.discarded, 1);
+	assert_int_equal(b.ran, 2);
+	tpe_future_release(fr);
+	tpe_future_release(fd);
+	tpe_future_release(fo);
+	assert_int_equal(tpe_destroy(p), 0);
+	tu_latch_destroy(&started);
+	tu_latch_destroy(&release);
+}
+
+static void
+test_sched_shutdown_wedged(void **state)
+{
+	(void)state;
+	wedged_case(0);
+	wedged_case(TPE_SCHED_DROP_DELAYED_AFTER_SHUTDOWN);
+	wedged_case(TPE_SCHED_CONTINUE_PERIODIC_AFTER_SHUTDOWN |
+	    TPE_SCHED_DROP_DELAYED_AFTER_SHUTDOWN |
+	    TPE_SCHED_REMOVE_ON_CANCEL);
+}
+
+static void
+test_sched_shutdown_now_hands_back(void **state)
+{
+	struct tally t[16];
+	tpe_future_t *f[16];
+	tpe_t *p = default_pool(0);
+	int i;
+
+	(void)state;
+	memset(t, 0, sizeof(t));
+	for (i = 0; i < 16; i++) {
+		if (i % 2 == 0)
+			assert_int_equal(tpe_schedule(p, tally_fn, &t[i],
+			    60 * TU_S, &f[i]), 0);
+		else
+			assert_int_equal(tpe_schedule_at_fixed_rate(p,
+			    tally_fn, &t[i], 60 * TU_S, TU_S, &f[i]), 0);
+	}
+	assert_int_equal(tpe_shutdown_now(p, handed_cb, NULL), 0);
+	for (i = 0; i < 16; i++) {
+		assert_int_equal(tpe_future_get(f[i], 0, NULL), ECANCELED);
+		assert_int_equal(t[i].handed, 1);
+		assert_int_equal(t[i].discarded, 0);
+		assert_int_equal(t[i].ran, 0);
+		tpe_future_release(f[i]);
+	}
+	assert_int_equal(tpe_await_termination(p, 10 * TU_S), 0);
+	assert_int_equal(tpe_destroy(p), 0);
+}
+
+/* tpe_shutdown leaves a delayed one-shot to the gate task, queued behind
+ * the blockers; tpe_shutdown_now then hands the one-shot back once and
+ * drops the gate without showing it to the callback. */
+static int foreign_handed;
+
+static void
+counting_handed_cb(tpe_fn fn, void *arg, void *ctx)
+{
+	if (fn == tally_fn)
+		handed_cb(fn, arg, ctx);
+	else if (fn != tu_blocker_fn)
+		__atomic_add_fetch(&foreign_handed, 1, __ATOMIC_SEQ_CST);
+}
+
+static void
+test_sched_shutdown_then_shutdown_now(void **state)
+{
+	struct tu_latch started, release;
+	struct tu_blocker b = { &started, &release, NULL, 0 };
+	struct tally t;
+	tpe_future_t *f;
+	tpe_t *p = default_pool(0);
+
+	(void)state;
+	memset(&t, 0, sizeof(t));
+	tu_latch_init(&started, 2);
+	tu_latch_init(&release, 1);
+	assert_int_equal(tpe_execute(p, tu_blocker_fn, &b), 0);
+	assert_int_equal(tpe_execute(p, tu_blocker_fn, &b), 0);
+	tu_latch_wait(&started);
+	assert_int_equal(tpe_schedule(p, tally_fn, &t, 60 * TU_S, &f), 0);
+	assert_int_equal(tpe_shutdown(p), 0);
+	assert_int_equal(tpe_await_termination(p, 0), ETIMEDOUT);
+	assert_int_equal(tpe_shutdown_now(p, counting_handed_cb, NULL), 0);
+	assert_int_equal(t.handed, 1);
+	assert_int_equal(foreign_handed, 0);
+	assert_int_equal(tpe_future_get(f, 0, NULL), ECANCELED);
+	tu_latch_count_down(&release);
+	assert_int_equal(tpe_await_termination(p, 30 * TU_S), 0);
+	assert_int_equal(t.ran, 0);
+	assert_int_equal(t.discarded, 0);
+	tpe_future_release(f);
+	assert_int_equal(tpe_destroy(p), 0);
+	tu_latch_destroy(&started);
+	tu_latch_destroy(&release);
+}
+
+/* ---- scheduling from tasks, refusal --------------------------------- */
+
+struct chain {
+	tpe_t *pool;
+	int left;
+	sem_t done;
+};
+
+static void
+chain_fn(void *arg)
+{
+	struct chain *c = arg;
+
+	if (--c->left == 0 ||
+	    tpe_schedule(c->pool, chain_fn, c, TU_MS / 10, NULL) != 0)
+		sem_post(&c->done);
+}
+
+static void
+test_sched_from_tasks(void **state)
+{
+	struct chain c;
+
+	(void)state;
+	c.pool = default_pool(0);
+	c.left = 50;
+	sem_init(&c.done, 0, 0);
+	assert_int_equal(tpe_schedule(c.pool, chain_fn, &c, 0, NULL), 0);
+	assert_true(tu_sem_wait_for(&c.done, 30 * TU_S));
+	assert_int_equal(c.left, 0);
+	assert_int_equal(tpe_destroy(c.pool), 0);
+	sem_destroy(&c.done);
+}
+
+/* A saturated bounded pool (one worker blocked, queue full, abort
+ * policy): due tasks wait in the timer, none is rejected or lost. */
+static void
+test_sched_saturated_pool_loses_nothing(void **state)
+{
+	struct tu_latch started, release;
+	struct tu_blocker b = { &started, &release, NULL, 0 };
+	struct tally t[8];
+	tpe_future_t *f[8];
+	tpe_t *p = make_pool(TPE_QUEUE_BOUNDED, 1, 1, 1, 0);
+	int64_t d;
+	int i, filler = 0;
+
+	(void)state;
+	memset(t, 0, sizeof(t));
+	tu_latch_init(&started, 1);
+	tu_latch_init(&release, 1);
+	assert_int_equal(tpe_execute(p, tu_blocker_fn, &b), 0);
+	tu_latch_wait(&started);
+	assert_int_equal(tpe_execute(p, tu_count_fn, &filler), 0);
+	for (i = 0; i < 8; i++)
+		assert_int_equal(tpe_schedule(p, tally_fn, &t[i], 0, &f[i]), 0);
+	tu_sleep_ns(5 * TU_MS); /* they are due; the pool is full */
+	assert_int_equal(tpe_future_get_delay(f[7], &d), 0);
+	assert_true(d <= 0);
+	assert_false(tpe_future_is_done(f[7]));
+	tu_latch_count_down(&release);
+	for (i = 0; i < 8; i++) {
+		assert_int_equal(tpe_future_get(f[i], 30 * TU_S, NULL), 0);
+		assert_int_equal(t[i].ran, 1);
+		tpe_future_release(f[i]);
+	}
+	assert_int_equal(tpe_destroy(p), 0);
+	assert_int_equal(filler, 1);
+	tu_latch_destroy(&started);
+	tu_latch_destroy(&release);
+}
+
+/* DISCARD_OLDEST evicts a due scheduled task from the pool's queue: the
+ * discard callback gets the user's pair and the future is cancelled. */
+static void
+test_sched_discard_oldest_evicts(void **state)
+{
+	struct tu_latch started, release;
+	struct tu_blocker b = { &started, &release, NULL, 0 };
+	struct tpe_stats st;
+	struct tally t, u;
+	tpe_future_t *f;
+	tpe_attr_t *a;
+	tpe_t *p;
+
+	(void)state;
+	memset(&t, 0, sizeof(t));
+	memset(&u, 0, sizeof(u));
+	tu_latch_init(&started, 1);
+	tu_latch_init(&release, 1);
+	assert_int_equal(tpe_attr_create(&a), 0);
+	assert_int_equal(tpe_attr_set_pool_size(a, 1, 1), 0);
+	assert_int_equal(tpe_attr_set_queue(a, TPE_QUEUE_BOUNDED, 1), 0);
+	assert_int_equal(tpe_attr_set_rejection(a, TPE_REJECT_DISCARD_OLDEST),
+	    0);
+	assert_int_equal(tpe_attr_set_discard_callback(a, discard_cb, NULL), 0);
+	assert_int_equal(tpe_create(&p, a), 0);
+	tpe_attr_destroy(a);
+	assert_int_equal(tpe_execute(p, tu_blocker_fn, &b), 0);
+	tu_latch_wait(&started);
+	assert_int_equal(tpe_schedule(p, tally_fn, &t, 0, &f), 0);
+	do { /* until the timer has put it in the pool's queue */
+		assert_int_equal(tpe_get_stats(p, &st, sizeof(st)), 0);
+	} while (st.submitted < 2);
+	assert_int_equal(tpe_execute(p, tally_fn, &u), 0);
+	assert_int_equal(t.discarded, 1);
+	assert_int_equal(tpe_future_get(f, 0, NULL), ECANCELED);
+	tu_latch_count_down(&release);
+	assert_int_equal(tpe_destroy(p), 0);
+	assert_int_equal(t.ran, 0);
+	assert_int_equal(u.ran, 1);
+	tpe_future_release(f);
+	tu_latch_destroy(&started);
+	tu_latch_destroy(&release);
+}
+
+/* A paused pool takes due tasks as tpe_execute does; they run after
+ * resume. */
+static void
+test_sched_paused_pool(void **state)
+{
+	struct tally t;
+	tpe_future_t *f;
+	tpe_t *p = default_pool(0);
+
+	(void)state;
+	memset(&t, 0, sizeof(t));
+	assert_int_equal(tpe_pause(p), 0);
+	assert_int_equal(tpe_schedule(p, tally_fn, &t, 0, &f), 0);
+	assert_int_equal(tpe_future_get(f, 20 * TU_MS, NULL), ETIMEDOUT);
+	assert_int_equal(t.ran, 0);
+	assert_int_equal(tpe_resume(p), 0);
+	assert_int_equal(tpe_future_get(f, 10 * TU_S, NULL), 0);
+	assert_int_equal(t.ran, 1);
+	tpe_future_release(f);
+	assert_int_equal(tpe_destroy(p), 0);
+}
+
+/* ---- exactly once, races ---------------------------------------------- */
+
+struct stress {
+	tpe_future_t **f;
+	struct tally *t;
+	size_t n;
+	uint64_t seed;
+};
+
+static void *
+canceller_main(void *arg)
+{
+	struct stress *s = arg;
+	size_t i;
+
+	for (i = 0; i < s->n; i++) {
+		if (tu_rnd(&s->seed, 2) == 0)
+			(void)tpe_future_cancel(s->f[i]);
+	}
+	return NULL;
+}
+
+static void
+stress_kind(enum tpe_queue_kind kind, size_t cap, size_t core, size_t max,
+    unsigned flags, size_t n)
+{
+	struct stress s;
+	pthread_t th;
+	tpe_t *p = make_pool(kind, cap, core, max, flags);
+	uint64_t seed = 12345;
+	size_t i;
+
+	s.f = calloc(n, sizeof(*s.f));
+	s.t = calloc(n, sizeof(*s.t));
+	s.n = n;
+	s.seed = 777;
+	assert_non_null(s.f);
+	assert_non_null(s.t);
+	for (i = 0; i < n; i++)
+		assert_int_equal(tpe_schedule(p, tally_fn, &s.t[i],
+		    (int64_t)tu_rnd(&seed, 2000) * 1000, &s.f[i]), 0);
+	assert_int_equal(pthread_create(&th, NULL, canceller_main, &s), 0);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(tpe_shutdown(p), 0);
+	assert_int_equal(tpe_await_termination(p, 60 * TU_S), 0);
+	for (i = 0; i < n; i++) {
+		int r = s.t[i].ran, d = s.t[i].discarded;
+		int rc = tpe_future_get(s.f[i], 0, NULL);
+
+		assert_int_equal(r + d, 1);
+		assert_int_equal(rc, r == 1 ? 0 : ECANCELED);
+		tpe_future_release(s.f[i]);
+	}
+	assert_int_equal(tpe_destroy(p), 0);
+	free(s.f);
+	free(s.t);
+}
+
+static void
+test_sched_exactly_once_random(void **state)
+{
+	(void)state;
+	stress_kind(TPE_QUEUE_UNBOUNDED, 0, 2, 2, 0, 100000);
+	stress_kind(TPE_QUEUE_UNBOUNDED, 0, 2, 2, TPE_SCHED_REMOVE_ON_CANCEL,
+	    20000);
+}
+
+static void
+test_sched_every_queue_kind(void **state)
+{
+	(void)state;
+	stress_kind(TPE_QUEUE_BOUNDED, 4, 1, 2, 0, 5000);
+	stress_kind(TPE_QUEUE_HANDOFF, 0, 1, 2, 0, 5000);
+	stress_kind(TPE_QUEUE_PER_WORKER, 0, 2, 2, 0, 5000);
+}
+
+/* The scale-first policy with a caller-runs rejection: the timer never
+ * meets the policy, so every task runs on a worker of the pool, none on
+ * the timer thread (white-box: the worker's thread-local pool). */
+static int ran_off_worker;
+
+static void
+probe_fn(void *arg)
+{
+	if (tpe__tls_worker_pool == NULL)
+		__atomic_store_n(&ran_off_worker, 1, __ATOMIC_SEQ_CST);
+	tally_fn(arg);
+}
+
+static void
+test_sched_scale_first_caller_runs(void **state)
+{
+	struct tally t[200];
+	tpe_future_t *f[200];
+	tpe_attr_t *a;
+	tpe_t *p;
+	int i;
+
+	(void)state;
+	memset(t, 0, sizeof(t));
+	assert_int_equal(tpe_attr_create(&a), 0);
+	assert_int_equal(tpe_attr_set_pool_size(a, 1, 2), 0);
+	assert_int_equal(tpe_attr_set_queue(a, TPE_QUEUE_BOUNDED, 2), 0);
+	assert_int_equal(tpe_attr_set_policy(a, TPE_POLICY_SCALE_FIRST), 0);
+	assert_int_equal(tpe_attr_set_rejection(a, TPE_REJECT_CALLER_RUNS), 0);
+	assert_int_equal(tpe_create(&p, a), 0);
+	tpe_attr_destroy(a);
+	for (i = 0; i < 200; i++)
+		assert_int_equal(tpe_schedule(p, probe_fn, &t[i], 0, &f[i]), 0);
+	for (i = 0; i < 200; i++) {
+		assert_int_equal(tpe_future_get(f[i], 30 * TU_S, NULL), 0);
+		assert_int_equal(t[i].ran, 1);
+		tpe_future_release(f[i]);
+	}
+	assert_int_equal(ran_off_worker, 0);
+	assert_int_equal(tpe_destroy(p), 0);
+}
+
+/* Cancel racing the due time: both threads start on a barrier; the task
+ * runs or is cancelled (then handed to discard), never both. */
+struct race {
+	pthread_barrier_t go;
+	tpe_future_t *f;
+	int rc;
+};
+
+static void *
+race_main(void *arg)
+{
+	struct race *r = arg;
+
+	pthread_barrier_wait(&r->go);
+	r->rc = tpe_future_cancel(r->f);
+	return NULL;
+}
+
+static void
+test_sched_cancel_races_due_time(void **state)
+{
+	tpe_t *p = default_pool(0);
+	int i;
+
+	(void)state;
+	for (i = 0; i < 2000; i++) {
+		struct race r;
+		struct tally t;
+		pthread_t th;
+
+		memset(&t, 0, sizeof(t));
+		pthread_barrier_init(&r.go, NULL, 2);
+		assert_int_equal(pthread_create(&th, NULL, race_main, &r), 0);
+		assert_int_equal(tpe_schedule(p, tally_fn, &t, i % 3 == 0 ? 0 :
+		    (i % 50) * 1000, &r.f), 0);
+		pthread_barrier_wait(&r.go);
+		assert_int_equal(pthread_join(th, NULL), 0);
+		if (r.rc == 0) {
+			assert_int_equal(tpe_future_get(r.f, 10 * TU_S, NULL),
+			    ECANCELED);
+		} else {
+			assert_int_equal(r.rc, EBUSY);
+			assert_int_equal(tpe_future_get(r.f, 10 * TU_S, NULL),
+			    0);
+		}
+		tpe_future_release(r.f);
+		/* The hand-back or the run has happened or will: wait. */
+		while (tu_ran(&t) + __atomic_load_n(&t.discarded,
+		    __ATOMIC_SEQ_CST) == 0)
+			assert_int_equal(tpe_purge(p, NULL), 0);
+		assert_int_equal(tu_ran(&t) + t.discarded, 1);
+		assert_int_equal(tu_ran(&t), r.rc == 0 ? 0 : 1);
+		pthread_barrier_destroy(&r.go);
+	}
+	assert_int_equal(tpe_destroy(p), 0);
+}
+
+/* Futures outlive their pool: after tpe_destroy, cancel, get, get_delay
+ * and release of scheduled futures touch nothing of the pool (the ASan
+ * build checks). */
+static void
+test_sched_futures_outlive_pool(void **state)
+{
+	tpe_future_t *fp, *fo, *fd;
+	tpe_t *p = default_pool(0);
+	int64_t d;
+
+	(void)state;
+	assert_int_equal(tpe_schedule_at_fixed_rate(p, noop_fn, NULL, 60 * TU_S,
+	    TU_S, &fp), 0);
+	assert_int_equal(tpe_schedule(p, noop_fn, NULL, 0, &fo), 0);
+	assert_int_equal(tpe_future_get(fo, 10 * TU_S, NULL), 0);
+	assert_int_equal(tpe_schedule_with_fixed_delay(p, noop_fn, NULL, 0,
+	    TU_MS, &fd), 0);
+	assert_int_equal(tpe_destroy(p), 0);
+	assert_int_equal(tpe_future_cancel(fp), 0);
+	assert_int_equal(tpe_future_cancel(fd), 0);
+	assert_int_equal(tpe_future_cancel(fo), EBUSY);
+	assert_int_equal(tpe_future_get(fp, 0, NULL), ECANCELED);
+	assert_int_equal(tpe_future_get_delay(fp, &d), 0);
+	tpe_future_release(fp);
+	tpe_future_release(fo);
+	tpe_future_release(fd);
+}
+
+/* A thread named "tpe-timer" of this process other than `not`, alive
+ * (a joined one may stay listed for a moment), or -1. */
+static long
+timer_tid(long not)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	long tid = -1;
+
+	if (d == NULL)
+		return -1;
+	while ((e = readdir(d)) != NULL) {
+		char path[300], name[32] = "";
+		char st;
+		FILE *f;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
+		    e->d_name);
+		if ((f = fopen(path, "r")) == NULL)
+			continue;
+		if (fgets(name, sizeof(name), f) != NULL &&
+		    strncmp(name, "tpe-timer", 9) == 0 &&
+		    atol(e->d_name) != not) {
+			st = tu_thread_state(atol(e->d_name));
+			if (st == 'S' || st == 'R')
+				tid = atol(e->d_name);
+		}
+		fclose(f);
+	}
+	closedir(d);
+	return tid;
+}
+
+/* No thread until the first schedule, then one (the timer; no worker
+ * while nothing is due), and the timer does not wake while nothing is
+ * due (its context switches stay put over a window). */
+static void
+test_sched_no_thread_no_wakeups(void **state)
+{
+	long base, tid, old, sw;
+	int64_t end;
+	tpe_future_t *f;
+	tpe_t *p;
+
+	(void)state;
+	/* Earlier tests' threads are joined; let the kernel finish them. */
+	base = tu_thread_baseline(__real_pthread_create);
+	if (base < 0)
+		skip();
+	old = timer_tid(-1);
+	p = default_pool(TPE_SCHED_REMOVE_ON_CANCEL);
+	assert_int_equal(tu_thread_count_settled(base), base);
+	assert_int_equal(tpe_schedule(p, noop_fn, NULL, 3600 * TU_S, &f), 0);
+	assert_int_equal(tu_thread_count_settled(base + 1), base + 1);
+	/* Let it name itself and reach its wait (1 s at most), then count. */
+	end = tu_now_ns() + TU_S;
+	while (((tid = timer_tid(old)) < 0 || tu_thread_state(tid) != 'S') &&
+	    tu_now_ns() < end)
+		tu_sleep_ns(TU_MS);
+	if (tid < 0 || tu_thread_switches(tid) < 0 ||
+	    tu_thread_state(tid) != 'S') {
+		assert_int_equal(tpe_future_cancel(f), 0);
+		tpe_future_release(f);
+		assert_int_equal(tpe_destroy(p), 0);
+		skip();
+	}
+	sw = tu_thread_switches(tid);
+	tu_sleep_ns(50 * TU_MS);
+	assert_int_equal(tu_thread_switches(tid), sw);
+	assert_int_equal(tpe_future_cancel(f), 0);
+	tpe_future_release(f);
+	assert_int_equal(tpe_destroy(p), 0);
+}
+
+/* ---- failures and fork ------------------------------------------------ */
+
+/* The scheduler's calloc, the timer's pthread_create, the record's malloc:
+ * each fails with its documented error, schedules nothing and leaks
+ * nothing (the ASan build checks the leaks); a later call works. */
+static void
+test_sched_malloc_and_thread_failures(void **state)
+{
+	struct tally t;
+	tpe_future_t *f = NULL;
+	tpe_t *p = default_pool(0);
+
+	(void)state;
+	memset(&t, 0, sizeof(t));
+	fault_arm(&malloc_fault, 0, -1, false);
+	assert_int_equal(tpe_schedule(p, tally_fn, &t, 0, &f), ENOMEM);
+	fault_disarm(&malloc_fault);
+	assert_null(f);
+	fault_arm(&create_fault, 0, -1, false);
+	assert_int_equal(tpe_schedule(p, tally_fn, &t, 0, &f), EAGAIN);
+	assert_true(fault_disarm(&create_fault) >= 1);
+	assert_null(f);
+	/* The scheduler exists now; only the record's malloc fails. */
+	assert_int_equal(tpe_schedule(p, tally_fn, &t, 0, &f), 0);
+	assert_int_equal(tpe_future_get(f, 10 * TU_S, NULL), 0);
+	tpe_future_release(f);
+	f = NULL;
+	fault_arm(&malloc_fault, 0, -1, false);
+	assert_int_equal(tpe_schedule_at_fixed_rate(p, tally_fn, &t, 0, TU_MS,
+	    &f), ENOMEM);
+	fault_disarm(&malloc_fault);
+	assert_null(f);
+	assert_int_equal(tpe_destroy(p), 0);
+	assert_int_equal(t.ran, 1);
+	assert_int_equal(t.discarded, 0);
+}
+
+/* The first schedule races the first tpe_shutdown: the shutdown happens
+ * while the timer thread is being created (create_around), so it found no
+ * scheduler to tell. The schedule then says ECANCELED and keeps nothing
+ * (the caller keeps arg), and the pool terminates. */
+static tpe_t *racing_pool;
+
+static int
+shutdown_then_create(pthread_t *thread, const pthread_attr_t *attr,
+    void *(*start)(void *), void *arg)
+{
+	(void)tpe_shutdown(racing_pool);
+	return __real_pthread_create(thread, attr, start, arg);
+}
+
+static void
+test_sched_first_schedule_races_shutdown(void **state)
+{
+	struct tally t;
+	tpe_future_t *f = (tpe_future_t *)&f;
+	struct tpe_stats st;
+
+	(void)state;
+	memset(&t, 0, sizeof(t));
+	racing_pool = default_pool(0);
+	create_around = shutdown_then_create;
+	assert_int_equal(tpe_schedule(racing_pool, tally_fn, &t, 0, &f),
+	    ECANCELED);
+	create_around = NULL;
+	assert_null(f);
+	assert_int_equal(tpe_await_termination(racing_pool, 10 * TU_S), 0);
+	assert_int_equal(tpe_get_stats(racing_pool, &st, sizeof(st)), 0);
+	assert_int_equal(st.queued, 0);
+	assert_int_equal(tpe_destroy(racing_pool), 0);
+	assert_int_equal(t.ran + t.discarded, 0);
+}
+
+/* fork() with pending timers: the child has no timer; its pool is
+ * terminated, a schedule says ECANCELED, and destroy returns. */
+static void
+test_sched_fork_child(void **state)
+{
+	struct tally t;
+	tpe_future_t *f;
+	tpe_t *p = default_pool(0);
+	pid_t pid;
+	int status;
+
+	(void)state;
+	memset(&t, 0, sizeof(t));
+	assert_int_equal(tpe_schedule(p, tally_fn, &t, 60 * TU_S, &f), 0);
+	assert_int_equal(tpe_schedule_at_fixed_rate(p, noop_fn, NULL, 0, TU_MS,
+	    NULL), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int bad = 0;
+
+		if (tpe_schedule(p, noop_fn, NULL, 0, NULL) != ECANCELED)
+			bad |= 1;
+		if (tpe_future_cancel(f) != 0)
+			bad |= 2;
+		tpe_future_release(f);
+		if (tpe_destroy(p) != 0)
+			bad |= 4;
+		_exit(bad);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_int_equal(tpe_future_cancel(f), 0);
+	tpe_future_release(f);
+	assert_int_equal(tpe_destroy(p), 0);
+	assert_int_equal(t.discarded, 1);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_sched_errors),
+		cmocka_unit_test(test_sched_never_before_delay),
+		cmocka_unit_test(test_sched_fifo_and_nonpositive_delay),
+		cmocka_unit_test(test_sched_get_delay),
+		cmocka_unit_test(test_sched_fixed_rate),
+		cmocka_unit_test(test_sched_fixed_delay),
+		cmocka_unit_test(test_sched_fixed_rate_overrun),
+		cmocka_unit_test(test_sched_cancel_discard_purge),
+		cmocka_unit_test(test_sched_remove_on_cancel),
+		cmocka_unit_test(test_sched_shutdown_default),
+		cmocka_unit_test(test_sched_shutdown_drop_delayed),
+		cmocka_unit_test(test_sched_shutdown_continue_periodic),
+		cmocka_unit_test(test_sched_shutdown_wedged),
+		cmocka_unit_test(test_sched_shutdown_now_hands_back),
+		cmocka_unit_test(test_sched_shutdown_then_shutdown_now),
+		cmocka_unit_test(test_sched_from_tasks),
+		cmocka_unit_test(test_sched_saturated_pool_loses_nothing),
+		cmocka_unit_test(test_sched_exactly_once_random),
+		cmocka_unit_test(test_sched_every_queue_kind),
+		cmocka_unit_test(test_sched_paused_pool),
+		cmocka_unit_test(test_sched_discard_oldest_evicts),
+		cmocka_unit_test(test_sched_scale_first_caller_runs),
+		cmocka_unit_test(test_sched_cancel_races_due_time),
+		cmocka_unit_test(test_sched_futures_outlive_pool),
+		cmocka_unit_test(test_sched_no_thread_no_wakeups),
+		cmocka_unit_test(test_sched_first_schedule_races_shutdown),
+		cmocka_unit_test(test_sched_malloc_and_thread_failures),
+		cmocka_unit_test(test_sched_fork_child),
+	};
+
+	tu_time_bound(0);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
