@@ -341,8 +341,8 @@ TPE_API int tpe_future_get_delay(const tpe_future_t *future, int64_t *delay_ns);
  * Errors (all four calls): EINVAL pool or fn NULL, or (periodic) a
  * period or delay <= 0; ECANCELED the pool is shut down; ENOMEM; EAGAIN
  * the timer thread could not be created (nothing was scheduled; a later
- * call tries again). On any error nothing was scheduled and the caller
- * keeps arg.
+ * call tries again). On any error nothing was scheduled, *future (when
+ * future is not NULL) is set to NULL, and the caller keeps arg.
  */
 /* Runs fn(arg) once, no earlier than delay_ns from now. */
 TPE_API int tpe_schedule(tpe_t *pool, tpe_fn fn, void *arg, int64_t delay_ns,

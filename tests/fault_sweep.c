@@ -667,6 +667,53 @@ sc_strategy_epc(void)
 	strategy(TPE_STRATEGY_EPC, 1);
 }
 
+/*
+ * Delayed and periodic tasks (tpe_schedule(3)): a one-shot due now, one
+ * due in 1 ms (it runs after the shutdown), a callable whose future gives
+ * its slot back, and a periodic task due in an hour, cancelled: each
+ * accepted one runs or comes back (the discard callback) exactly once; a
+ * refused one wrote no future. The first schedule creates the timer
+ * thread: its start and its allocations are fault points too.
+ */
+static void
+sc_schedule(void)
+{
+	static const struct shape sh = { 2, 2, TPE_QUEUE_UNBOUNDED, 0,
+	    TPE_POLICY_QUEUE_FIRST, 0 };
+	tpe_t *pool = pool_of(&sh);
+	tpe_future_t *call = NULL, *periodic = NULL;
+	void *result = NULL;
+	int rc;
+
+	if (pool == NULL)
+		return;
+	slots[0].accepted = expect(tpe_schedule(pool, task_fn, &slots[0], 0,
+	    NULL), 0) == 0;
+	slots[1].accepted = expect(tpe_schedule(pool, task_fn, &slots[1],
+	    TU_MS, NULL), 0) == 0;
+	rc = expect(tpe_schedule_call(pool, call_fn, &slots[2], 0, &call), 0);
+	slots[2].accepted = rc == 0;
+	CHECK(rc == 0 || call == NULL);
+	rc = expect(tpe_schedule_at_fixed_rate(pool, task_fn, &slots[3],
+	    3600 * TU_S, TU_MS, &periodic), 0);
+	slots[3].accepted = rc == 0;
+	CHECK(rc == 0 || periodic == NULL);
+	if (rc == 0)
+		CHECK(tpe_future_cancel(periodic) == 0);
+	/* A due task that no worker can run yet (none could be started)
+	 * waits for the pool; the shutdown runs it or hands it back. */
+	finish(pool);
+	if (call != NULL) {
+		rc = tpe_future_get(call, 0, &result);
+		CHECK(rc == 0 ? result == &slots[2] : rc == ECANCELED);
+		tpe_future_release(call);
+	}
+	if (periodic != NULL) {
+		CHECK(tpe_future_get(periodic, 0, NULL) == ECANCELED);
+		tpe_future_release(periodic);
+	}
+}
+
 /* ---- the sweep -------------------------------------------------------- */
 
 /* A scenario: fn, or (fn NULL) create a pool of `shape`, execute `tasks`
@@ -809,6 +856,7 @@ static const struct scenario scenarios[] = {
 	{ .name = "coop_jobs", .fn = sc_coop },
 	{ .name = "ring", .fn = sc_ring },
 	{ .name = "thpool", .fn = sc_thpool },
+	{ .name = "schedule", .fn = sc_schedule },
 };
 
 #define NSCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))
