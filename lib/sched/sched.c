@@ -155,7 +155,10 @@ heap_reserve_locked(struct tpe__sched *s)
 	struct sched_task **nh;
 	size_t cap;
 
-	if (s->n < s->cap)
+	/* Room for one more besides the record the timer is submitting,
+	 * out of the heap meanwhile: a refused one goes back in, and a
+	 * schedule made in between must not have taken its place. */
+	if (s->n + (s->submitting ? 1 : 0) < s->cap)
 		return 0;
 	cap = s->cap == 0 ? 16 : s->cap * 2;
 	nh = realloc(s->heap, cap * sizeof(*nh));
@@ -694,21 +697,19 @@ hook_sched(const struct tpe__sched_hook *h)
 	return s;
 }
 
-/* Moves the records that must not stay (keep() false) out of the heap
- * into a malloc'ed array; S held. Rebuilds the heap. */
-static struct sched_task **
+/* Moves up to max records that must not stay (keep() false) out of the
+ * heap into out; S held. Rebuilds the heap. Returns how many. */
+static size_t
 take_locked(struct tpe__sched *s, bool (*keep)(struct tpe__sched *,
-    struct sched_task *, int64_t), size_t *count)
+    struct sched_task *, int64_t), struct sched_task **out, size_t max)
 {
-	struct sched_task **out;
 	size_t i, k = 0, m = 0;
 	int64_t now = tpe__now_ns();
 
-	out = malloc((s->n + 1) * sizeof(*out));
 	for (i = 0; i < s->n; i++) {
 		struct sched_task *r = s->heap[i];
 
-		if (out != NULL && !keep(s, r, now)) {
+		if (m < max && !keep(s, r, now)) {
 			r->idx = NOT_IN_HEAP;
 			out[m++] = r;
 		} else {
@@ -720,8 +721,7 @@ take_locked(struct tpe__sched *s, bool (*keep)(struct tpe__sched *,
 		sift_down(s, i, s->heap[i]);
 	for (i = 0; i < s->n; i++)
 		s->heap[i]->idx = i;
-	*count = m;
-	return out;
+	return m;
 }
 
 static bool
@@ -750,24 +750,69 @@ keep_uncancelled(struct tpe__sched *s, struct sched_task *r, int64_t now)
 	return tpe__future_is_new(&r->f);
 }
 
-/* Ends every record of out (array of m) through cb, then frees out. */
-static void
+/* Ends every record of out (array of m) through cb. False: forked in
+ * cb, touch nothing. */
+static bool
 finish_all(struct sched_task **out, size_t m, tpe_handback_fn cb, void *ctx)
 {
 	size_t i;
 
 	for (i = 0; i < m; i++)
 		if (!finish(out[i], cb, ctx))
-			return;
-	free(out);
+			return false;
+	return true;
+}
+
+/* Records taken out of the heap a chunk at a time when no array for all
+ * of them can be allocated. */
+#define TAKE_CHUNK 64
+
+/*
+ * Takes every record that keep() says must go out of the heap and ends it
+ * through cb (finish): in one array when memory allows, else TAKE_CHUNK at
+ * a time from the stack, so that a failed allocation never leaves a
+ * record in the timer that had to go. S held on entry and on return,
+ * dropped while records end; *count (if given) the number ended. False:
+ * forked in cb (S not held, touch nothing).
+ */
+static bool
+take_and_finish_locked(struct tpe__sched *s, bool (*keep)(
+    struct tpe__sched *, struct sched_task *, int64_t), tpe_handback_fn cb,
+    void *ctx, size_t *count)
+{
+	struct sched_task *chunk[TAKE_CHUNK], **out;
+	size_t m, max;
+	bool ok;
+
+	if (count != NULL)
+		*count = 0;
+	while (s->n > 0) {
+		max = s->n;
+		out = malloc(max * sizeof(*out));
+		if (out == NULL) {
+			out = chunk;
+			max = TAKE_CHUNK;
+		}
+		m = take_locked(s, keep, out, max);
+		tpe__mutex_unlock(&s->lock);
+		ok = finish_all(out, m, cb, ctx);
+		if (out != chunk)
+			free(out);
+		if (!ok)
+			return false;
+		tpe__mutex_lock(&s->lock);
+		if (count != NULL)
+			*count += m;
+		if (m < max)
+			break; /* every record that must go went */
+	}
+	return true;
 }
 
 void
 tpe__sched_shutdown(struct tpe__sched_hook *h)
 {
 	struct tpe__sched *s = hook_sched(h);
-	struct sched_task **out;
-	size_t m;
 	bool gate = false;
 
 	if (s == NULL)
@@ -781,25 +826,25 @@ tpe__sched_shutdown(struct tpe__sched_hook *h)
 	tpe__cond_signal(&s->timer_cond);
 	while (s->submitting)
 		tpe__cond_wait_until(&s->idle_cond, &s->lock, INT64_MAX);
-	out = take_locked(s, keep_at_shutdown, &m);
+	if (!take_and_finish_locked(s, keep_at_shutdown, h->discard,
+	    h->discard_ctx, NULL))
+		return; /* forked in the callback */
 	if (s->n > 0 && !s->gate_active) {
 		s->gate_active = true;
 		gate = true;
 	}
 	tpe__mutex_unlock(&s->lock);
-	if (out != NULL)
-		finish_all(out, m, h->discard, h->discard_ctx);
 	/* The pool is still RUNNING (the hook comes first). Refused (a
 	 * saturated bounded or hand-off pool): what was left is handed to
 	 * the discard callback (tpe_schedule(3)). */
 	if (gate && tpe_execute_wait(h->pool, gate_task, s, 0) != 0) {
 		tpe__mutex_lock(&s->lock);
 		s->gate_active = false;
-		out = take_locked(s, keep_none, &m);
+		if (!take_and_finish_locked(s, keep_none, h->discard,
+		    h->discard_ctx, NULL))
+			return;
 		tpe__cond_broadcast(&s->idle_cond);
 		tpe__mutex_unlock(&s->lock);
-		if (out != NULL)
-			finish_all(out, m, h->discard, h->discard_ctx);
 	}
 }
 
@@ -808,8 +853,6 @@ tpe__sched_shutdown_now(struct tpe__sched_hook *h, tpe_handback_fn cb,
     void *ctx)
 {
 	struct tpe__sched *s = hook_sched(h);
-	struct sched_task **out;
-	size_t m;
 
 	if (s == NULL)
 		return;
@@ -820,10 +863,9 @@ tpe__sched_shutdown_now(struct tpe__sched_hook *h, tpe_handback_fn cb,
 	tpe__cond_broadcast(&s->gate_cond);
 	while (s->submitting)
 		tpe__cond_wait_until(&s->idle_cond, &s->lock, INT64_MAX);
-	out = take_locked(s, keep_none, &m);
+	if (!take_and_finish_locked(s, keep_none, cb, ctx, NULL))
+		return; /* forked in the callback */
 	tpe__mutex_unlock(&s->lock);
-	if (out != NULL)
-		finish_all(out, m, cb, ctx);
 }
 
 bool
@@ -869,16 +911,15 @@ size_t
 tpe__sched_purge(struct tpe__sched_hook *h)
 {
 	struct tpe__sched *s = hook_sched(h);
-	struct sched_task **out;
 	size_t m = 0;
 
 	if (s == NULL)
 		return 0;
 	tpe__mutex_lock(&s->lock);
-	out = take_locked(s, keep_uncancelled, &m);
+	if (!take_and_finish_locked(s, keep_uncancelled, h->discard,
+	    h->discard_ctx, &m))
+		return m; /* forked in the callback */
 	tpe__mutex_unlock(&s->lock);
-	if (out != NULL)
-		finish_all(out, m, h->discard, h->discard_ctx);
 	return m;
 }
 
@@ -921,19 +962,18 @@ tpe__sched_discard(tpe_fn fn, void *arg, void *ctx)
 {
 	struct tpe__sched_hook *h = ctx;
 	struct tpe__sched *s = hook_sched(h);
-	struct sched_task **out, *r;
-	size_t m;
+	struct sched_task *r;
 
 	if (s != NULL && fn == gate_task) {
 		/* The gate will not run (the pool could start no worker for
 		 * it): what it would have run goes to the discard callback. */
 		tpe__mutex_lock(&s->lock);
 		s->gate_active = false;
-		out = take_locked(s, keep_none, &m);
+		if (!take_and_finish_locked(s, keep_none, h->discard,
+		    h->discard_ctx, NULL))
+			return;
 		tpe__cond_broadcast(&s->idle_cond);
 		tpe__mutex_unlock(&s->lock);
-		if (out != NULL)
-			finish_all(out, m, h->discard, h->discard_ctx);
 		return;
 	}
 	if (s != NULL && fn == run_task) {
