@@ -244,25 +244,38 @@ tpe_late(double *p50, double *p99)
 {
 	struct sample *s = calloc((size_t)P.samples, sizeof(*s));
 	int64_t *late = calloc((size_t)P.samples, sizeof(*late));
+	tpe_future_t **f = calloc((size_t)P.samples, sizeof(*f));
 	tpe_t *pool = NULL;
-	bool ok = s != NULL && late != NULL && (pool = tpe_pool()) != NULL;
-	long i;
+	bool ok = s != NULL && late != NULL && f != NULL &&
+	    (pool = tpe_pool()) != NULL;
+	long i, made = 0;
 
 	for (i = 0; i < P.samples && ok; i++) {
 		int64_t d = near_ms() * 1000000;
 
 		s[i].late = &late[i];
 		s[i].due = now_ns() + d;
-		ok = tpe_schedule(pool, tpe_late_task, &s[i], d, NULL) == 0;
+		ok = tpe_schedule(pool, tpe_late_task, &s[i], d, &f[i]) == 0;
+		made += ok;
+	}
+	/*
+	 * Wait for every task on its future, the pool still running: a
+	 * tpe_shutdown here would measure the after-shutdown path (one task
+	 * at a time on one worker), not an idle pool.
+	 */
+	for (i = 0; i < made; i++) {
+		ok = ok && tpe_future_get(f[i], INT64_C(60) * 1000000000,
+		    NULL) == 0;
+		tpe_future_release(f[i]);
 	}
 	if (pool != NULL) {
-		tpe_shutdown(pool); /* pending one-shots still run */
-		ok = tpe_await_termination(pool, INT64_C(60) * 1000000000)
-		    == 0 && ok;
+		tpe_shutdown(pool);
+		tpe_await_termination(pool, INT64_C(60) * 1000000000);
 		tpe_destroy(pool);
 	}
 	if (ok)
 		percentiles(late, P.samples, p50, p99);
+	free(f);
 	free(s);
 	free(late);
 	return ok;
