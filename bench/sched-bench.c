@@ -33,7 +33,6 @@
 #include <config.h>
 
 #include <errno.h>
-#include <malloc.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -44,6 +43,9 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef __GLIBC__
+#include <malloc.h> /* mallinfo2 */
+#endif
 #include <sys/resource.h>
 #include <sys/wait.h>
 #ifdef __linux__
