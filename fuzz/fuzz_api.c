@@ -36,7 +36,15 @@
  *     the last call; each job's result;
  *   - the SPSC ring, against a model FIFO, and between two tasklets;
  *   - the C-Thread-Pool API: jobs run once, none added while paused starts
- *     before the resume, none runs after the destroy.
+ *     before the resume, none runs after the destroy;
+ *   - delayed and periodic tasks (tpe_schedule(3)): ECANCELED after
+ *     shutdown, EINVAL for bad input, never a refusal; a one-shot runs or
+ *     is handed back once, its future as a submit's (NULL result for
+ *     tpe_schedule); a saturated delay reads INT64_MAX and cancels with 0;
+ *     a periodic task cancels its own future after a few runs (0), its
+ *     future never completes with 0 and it is handed back exactly once.
+ *     The pool's TPE_SCHED_* flags come from the attribute bytes already
+ *     taken (no byte of the input format moves).
  * No fault is injected here (tests/fault_sweep.c does that), so ENOMEM is
  * never expected but for a ring too large for a size_t.
  *
@@ -139,7 +147,14 @@ enum op {
 	 * (tpe_job_wait_result(3)) */
 	OP_EXECUTE_WAIT,
 	OP_SUBMIT_WAIT,
-	OP_JOB_WAIT_RESULT,
+	OP_JOB_WAIT_RESULT,     /* 49 */
+	/* delayed and periodic tasks (tpe_schedule(3)) */
+	OP_SCHEDULE,            /* 50 */
+	OP_SCHEDULE_CALL,
+	OP_SCHEDULE_PERIODIC,
+	OP_FUTURE_GET_DELAY,
+	OP_SCHEDULE_NEVER,      /* a saturated delay, cancelled */
+	OP_BAD_INPUT_SCHED,     /* 55 */
 	OP_COUNT
 };
 
@@ -202,7 +217,9 @@ expect_in(int line, const char *call, int rc, ...)
 
 /* ---- tasks ------------------------------------------------------------- */
 
-enum kind { PLAIN, GATED, FUTURE, PRODUCED };
+/* SCHED: tpe_schedule (fn task_fn; a future with a NULL result, if any);
+ * a tpe_schedule_call task is a FUTURE; PERIODIC: fn periodic_fn. */
+enum kind { PLAIN, GATED, FUTURE, PRODUCED, SCHED, PERIODIC };
 
 /* A task's fate: accepted by the caller's thread; ran, handed, by any. */
 struct slot {
@@ -213,6 +230,9 @@ struct slot {
 	int handed;        /* atomic */
 	tpe_future_t *future;
 	int cancelled;     /* tpe_future_cancel returned 0 */
+	int stop_after;    /* PERIODIC: cancels itself after so many runs */
+	tpe_future_t *self; /* A: PERIODIC: its future, for that cancel */
+	int running;       /* A: PERIODIC: a run in progress */
 };
 
 static struct slot slots[SLOTS];
@@ -242,6 +262,22 @@ call_fn(void *arg)
 {
 	task_fn(arg);
 	return arg;
+}
+
+/* A periodic run: never two at once; from its stop_after-th run on it
+ * cancels its own future, which says 0 even while it runs. */
+static void
+periodic_fn(void *arg)
+{
+	struct slot *s = arg;
+	/* Pairs with the release store after the schedule call. */
+	tpe_future_t *f = __atomic_load_n(&s->self, __ATOMIC_ACQUIRE);
+
+	CHECK(__atomic_add_fetch(&s->running, 1, __ATOMIC_SEQ_CST) == 1);
+	if (__atomic_add_fetch(&s->ran, 1, __ATOMIC_SEQ_CST) >=
+	    s->stop_after && f != NULL)
+		(void)EXPECT(tpe_future_cancel(f), 0);
+	__atomic_sub_fetch(&s->running, 1, __ATOMIC_SEQ_CST);
 }
 
 /* The gate: gated tasks wait until it opens. */
@@ -279,10 +315,14 @@ handback_fn(tpe_fn fn, void *arg, void *ctx)
 	struct slot *s = arg;
 
 	(void)ctx;
-	if (fn != NULL && fn != task_fn && fn != gated_fn) {
+	if (fn != NULL && fn != task_fn && fn != gated_fn &&
+	    fn != periodic_fn) {
 		fn(arg);
 		return;
 	}
+	/* A periodic task comes back after its last run has ended. */
+	CHECK(fn != periodic_fn ||
+	    __atomic_load_n(&s->running, __ATOMIC_SEQ_CST) == 0);
 	__atomic_add_fetch(&s->handed, 1, __ATOMIC_SEQ_CST);
 }
 
@@ -345,6 +385,7 @@ static struct {
 	int kind, cap, policy, rejection, reserved;
 	bool shutdown, paused;
 	bool no_reserved;       /* created with a capacity of 0 reserved threads */
+	unsigned sched_flags;   /* TPE_SCHED_* */
 } m;
 
 static tpe_t *pool;
@@ -371,6 +412,7 @@ create_pool(void)
 	int kind = (int)(take() % 5), cap = (int)(take() % 4);
 	int policy = (int)(take() % 3), rej = (int)(take() % 5);
 	int reserved = (int)(take() % 5) - 2;
+	unsigned sched_flags;
 	int ok;
 
 	(void)EXPECT(tpe_attr_create(&attr), 0);
@@ -408,6 +450,11 @@ create_pool(void)
 	(void)EXPECT(tpe_attr_set_reserved_threads(attr, reserved),
 	    ok ? 0 : EINVAL);
 	(void)EXPECT(tpe_attr_set_discard_callback(attr, handback_fn, NULL), 0);
+	/* From the bytes taken above: the input format does not move. */
+	sched_flags = (unsigned)(core * 5 + max * 3 + (size_t)rej) % 8;
+	BAD(tpe_attr_set_schedule_flags(NULL, 0));
+	BAD(tpe_attr_set_schedule_flags(attr, 0x8u << (core % 4)));
+	(void)EXPECT(tpe_attr_set_schedule_flags(attr, sched_flags), 0);
 	BAD(tpe_create(NULL, attr));
 	(void)EXPECT(tpe_create(&p, attr), 0);
 	tpe_attr_destroy(attr);
@@ -419,6 +466,7 @@ create_pool(void)
 	m.policy = policy;
 	m.rejection = rej;
 	m.reserved = reserved;
+	m.sched_flags = sched_flags;
 	/* tpe_attr_set_reserved_threads(3): 0, or a maximum size of 1;
 	 * tpe_try_execute(3): a per-worker queue's workers never park. */
 	m.no_reserved = reserved == 0 || max == 1 ||
@@ -1516,6 +1564,158 @@ bad_input_more(void)
 }
 
 /* The end of every input: everything accounted for exactly once. */
+/* ---- delayed and periodic tasks (tpe_schedule(3)) ---------------------- */
+
+/* ECANCELED after shutdown; otherwise 0: a schedule is never refused. */
+static int
+sched_rc(int rc, tpe_future_t *f, const char *call)
+{
+	__atomic_add_fetch(&calls, 1, __ATOMIC_RELAXED);
+	if (rc != (m.shutdown ? ECANCELED : 0))
+		broken(__LINE__, call, rc, m.shutdown ? "ECANCELED" : "0");
+	if (rc != 0 && f != NULL)
+		broken(__LINE__, call, rc, "no future on failure");
+	return rc;
+}
+
+/* A one-shot due in the past, now, in 1 or 3 ms; a future or not. */
+static void
+schedule_one(bool call)
+{
+	static const int64_t delays[4] = { -1, 0, 1 * MS, 3 * MS };
+	int64_t d = delays[take() % 4];
+	bool want = take() % 2 == 0;
+	struct slot *s = new_slot(call ? FUTURE : SCHED);
+	int rc;
+
+	if (s == NULL)
+		return;
+	s->future = NULL;
+	s->stop_after = call ? -1 : 0; /* a FUTURE of tpe_schedule_call */
+	if (call)
+		rc = sched_rc(tpe_schedule_call(pool, call_fn, s, d, want ?
+		    &s->future : NULL), s->future, "tpe_schedule_call");
+	else
+		rc = sched_rc(tpe_schedule(pool, task_fn, s, d, want ?
+		    &s->future : NULL), s->future, "tpe_schedule");
+	s->accepted = rc == 0;
+}
+
+/* Fixed rate or fixed delay, 100 us or 1 ms; it stops itself. */
+static void
+schedule_periodic(void)
+{
+	unsigned b = take();
+	int64_t initial = (int64_t)(b % 3) * MS / 2 - 1;
+	int64_t period = b & 4 ? 1 * MS : MS / 10;
+	struct slot *s = new_slot(PERIODIC);
+	tpe_future_t *f = NULL;
+	int rc;
+
+	if (s == NULL)
+		return;
+	s->stop_after = 1 + (int)(take() % 3);
+	if (b & 8)
+		rc = sched_rc(tpe_schedule_at_fixed_rate(pool, periodic_fn, s,
+		    initial, period, &f), f, "tpe_schedule_at_fixed_rate");
+	else
+		rc = sched_rc(tpe_schedule_with_fixed_delay(pool, periodic_fn,
+		    s, initial, period, &f), f, "tpe_schedule_with_fixed_delay");
+	s->accepted = rc == 0;
+	s->future = f;
+	/* Pairs with the task's acquire load. */
+	__atomic_store_n(&s->self, f, __ATOMIC_RELEASE);
+}
+
+static void
+future_get_delay(void)
+{
+	struct slot *s = pick();
+	int64_t d = 12345;
+
+	if (s == NULL || s->future == NULL || (s->kind != SCHED &&
+	    s->kind != PERIODIC && !(s->kind == FUTURE && s->stop_after < 0)))
+		return;
+	(void)EXPECT(tpe_future_get_delay(s->future, &d), 0);
+	/* At most the longest delay scheduled here (3 ms), or never. */
+	CHECK(d <= 3 * MS || d == INT64_MAX);
+}
+
+/* A delay that saturates: "never"; cancelled, it comes back once. */
+static void
+schedule_never(void)
+{
+	struct slot *s = new_slot(SCHED);
+	int64_t d = 0;
+	int rc;
+
+	if (s == NULL)
+		return;
+	s->future = NULL;
+	rc = sched_rc(tpe_schedule(pool, task_fn, s, INT64_MAX - (int64_t)take(),
+	    &s->future), s->future, "tpe_schedule(never)");
+	s->accepted = rc == 0;
+	if (rc != 0)
+		return;
+	(void)EXPECT(tpe_future_get_delay(s->future, &d), 0);
+	CHECK(d > INT64_MAX / 2);
+	(void)EXPECT(tpe_future_cancel(s->future), 0);
+	s->cancelled = 1;
+}
+
+/* The bad inputs of the schedule calls: EINVAL, nothing scheduled, no
+ * future written. */
+static void
+bad_input_sched(void)
+{
+	tpe_future_t *f = (tpe_future_t *)&f;
+	int64_t d = 7;
+	struct slot *s = new_slot(PLAIN);
+
+	if (s == NULL)
+		return;
+	switch (take() % 9) {
+	case 0:
+		BAD(tpe_schedule(NULL, task_fn, s, 0, &f));
+		break;
+	case 1:
+		BAD(tpe_schedule(pool, NULL, s, 0, &f));
+		break;
+	case 2:
+		BAD(tpe_schedule_call(pool, NULL, s, 0, &f));
+		break;
+	case 3:
+		BAD(tpe_schedule_at_fixed_rate(pool, task_fn, s, 0,
+		    -(int64_t)take(), &f));
+		break;
+	case 4:
+		BAD(tpe_schedule_with_fixed_delay(pool, task_fn, s, 0,
+		    -(int64_t)take(), &f));
+		break;
+	case 5:
+		BAD(tpe_schedule_at_fixed_rate(pool, NULL, s, 0, MS, &f));
+		break;
+	case 6:
+		BAD(tpe_future_get_delay(NULL, &d));
+		break;
+	case 7:
+		if (slots[0].future != NULL && slots[0].kind != FUTURE)
+			BAD(tpe_future_get_delay(slots[0].future, NULL));
+		break;
+	default:
+		/* A future of tpe_submit is not a scheduled one. */
+		if (slots[0].kind == FUTURE && slots[0].future != NULL &&
+		    slots[0].stop_after == 0)
+			BAD(tpe_future_get_delay(slots[0].future, &d));
+		break;
+	}
+	CHECK(f == (tpe_future_t *)&f || f == NULL);
+	CHECK(d == 7 || d == 12345);
+	CHECK(s->ran == 0 && s->handed == 0);
+}
+
+/* ---- the end ----------------------------------------------------------- */
+
 static void
 finish(void)
 {
@@ -1553,7 +1753,16 @@ finish(void)
 			CHECK(ran == 0 && handed == 0);
 			continue;
 		}
-		if (s->kind == FUTURE) {
+		if (s->kind == PERIODIC) {
+			/* Any number of runs; back once; cancelled. */
+			CHECK(handed == 1 && !s->removed);
+			CHECK(tpe_future_get(s->future, 0, NULL) == ECANCELED);
+			CHECK(tpe_future_is_cancelled(s->future));
+			tpe_future_release(s->future);
+			continue;
+		}
+		if (s->kind == FUTURE || (s->kind == SCHED &&
+		    s->future != NULL)) {
 			CHECK(ran <= 1 && handed <= 1);
 			CHECK(!(ran && (handed || s->cancelled)));
 			if (s->future == NULL)
@@ -1561,7 +1770,8 @@ finish(void)
 			result = NULL;
 			rc = EXPECT(tpe_future_get(s->future, 0, &result), 0,
 			    ECANCELED);
-			CHECK(rc == 0 ? ran == 1 && result == s : ran == 0);
+			CHECK(rc == 0 ? ran == 1 && result == (s->kind == SCHED ?
+			    NULL : s) : ran == 0);
 			CHECK(tpe_future_is_done(s->future));
 			CHECK(tpe_future_is_cancelled(s->future) == (rc != 0));
 			tpe_future_release(s->future);
@@ -1675,7 +1885,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		case OP_REMOVE:     /* a plain task */
 			if ((s = pick()) == NULL || s->kind == FUTURE ||
-			    s->kind == PRODUCED)
+			    s->kind == PRODUCED || s->kind == PERIODIC ||
+			    (s->kind == SCHED && s->future != NULL))
 				break;
 			rc = m.kind == TPE_QUEUE_PER_WORKER ?
 			    EXPECT(tpe_remove(pool, s->kind == GATED ? gated_fn :
@@ -1742,19 +1953,26 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			rc = EXPECT(tpe_future_get(s->future, small_timeout(),
 			    &result), 0, ETIMEDOUT, ECANCELED);
 			if (rc == 0)
-				CHECK(result == s &&
+				CHECK(s->kind != PERIODIC && result == (s->kind ==
+				    SCHED ? NULL : s) &&
 				    __atomic_load_n(&s->ran, __ATOMIC_SEQ_CST));
 			break;
 		}
 		case OP_FUTURE_CANCEL:
 			if ((s = pick()) == NULL || s->future == NULL)
 				break;
-			rc = EXPECT(tpe_future_cancel(s->future), 0, EBUSY);
+			/* A periodic task: 0 even while it runs. */
+			rc = s->kind == PERIODIC ?
+			    EXPECT(tpe_future_cancel(s->future), 0) :
+			    EXPECT(tpe_future_cancel(s->future), 0, EBUSY);
 			if (rc == 0)
 				s->cancelled = 1;
 			break;
 		case OP_FUTURE_RELEASE:
-			if ((s = pick()) == NULL || s->future == NULL)
+			/* A periodic task's future is kept: the task cancels
+			 * it itself (released at the end). */
+			if ((s = pick()) == NULL || s->future == NULL ||
+			    s->kind == PERIODIC)
 				break;
 			tpe_future_release(s->future);
 			s->future = NULL;
@@ -1903,6 +2121,22 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		case OP_JOB_WAIT_RESULT:
 			job_wait_result();
+			break;
+		case OP_SCHEDULE:
+		case OP_SCHEDULE_CALL:
+			schedule_one(code == OP_SCHEDULE_CALL);
+			break;
+		case OP_SCHEDULE_PERIODIC:
+			schedule_periodic();
+			break;
+		case OP_FUTURE_GET_DELAY:
+			future_get_delay();
+			break;
+		case OP_SCHEDULE_NEVER:
+			schedule_never();
+			break;
+		case OP_BAD_INPUT_SCHED:
+			bad_input_sched();
 			break;
 		default:
 			break;

@@ -18,7 +18,11 @@
  * (tpe_execute, tpe_execute_typed, tpe_try_execute, tpe_submit with
  * tpe_future_get / cancel / release, tpe_execute then tpe_remove, and the
  * blocking tpe_execute_wait and tpe_submit_wait with random timeouts,
- * forever included, which never reach the rejection policy); a chaos
+ * forever included, which never reach the rejection policy; tpe_schedule
+ * and tpe_schedule_call with delays from "now" to 2 ms, or 10 s and an
+ * immediate cancel, and tpe_schedule_at_fixed_rate / _with_fixed_delay
+ * tasks that cancel their own future after a few runs or are cancelled by
+ * their submitter; each round has random TPE_SCHED_* flags); a chaos
  * thread meanwhile resizes, changes the keep-alive and the core timeout,
  * pauses and resumes, purges, removes, waits for idleness, prestarts and
  * reads statistics. Tasks submit child tasks, hooks and the rejection
@@ -28,6 +32,8 @@
  *   - accepted (0 returned): ran + handed back + removed == 1, where a task
  *     run by TPE_REJECT_CALLER_RUNS or taken by the custom handler counts
  *     as run or handed back as it was;
+ *     (a periodic task: handed back exactly once, after any number of
+ *     runs, never two at once);
  *   - refused (an error returned): it did not run and was not handed back,
  *     and the error is one the function documents;
  *   - a future agrees: done; tpe_future_get gives the value iff the task
@@ -195,7 +201,8 @@ static struct figures {
 	uint64_t strategy_tasks, strat_pc, strat_pic, strat_pec, strat_epc;
 	uint64_t create_refused, ends[4], chaos_ops;
 	uint64_t wait_timedout, wait_deadlk;
-	uint64_t per_actor[8][2];  /* attempted, accepted */
+	uint64_t scheduled, periodic, periodic_runs, self_cancels;
+	uint64_t per_actor[12][2];  /* attempted, accepted */
 } fig;
 
 static pthread_mutex_t report_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -251,7 +258,16 @@ struct slot {
 	int handed;         /* A: handed back (discard, drained, handler) */
 	int removed;        /* tpe_remove returned 0 for it */
 	int cancel_rc;      /* tpe_future_cancel's result, -1 not called */
-	bool is_submit;     /* a tpe_submit task: hand-backs get fn NULL */
+	bool is_submit;     /* a tpe_submit or tpe_schedule_call task:
+			     * hand-backs get fn NULL */
+	bool plain_future;  /* a tpe_schedule future: its result is NULL */
+	bool periodic;      /* a tpe_schedule_at_fixed_rate / _with_fixed_delay
+			     * task: fn slot_periodic, any number of runs */
+	int stop_after;     /* I: a periodic task cancels itself after this
+			     * many runs */
+	int running;        /* A: a periodic run in progress (overlap check) */
+	tpe_future_t *pf;   /* A: a periodic task's future, published for its
+			     * own cancel (the first run may come first) */
 	bool keep_future;   /* f is checked at the end, then released */
 	bool held;          /* A: the custom handler keeps it (deferred) */
 	tpe_future_t *f;
@@ -268,6 +284,7 @@ struct round {
 	unsigned kind, policy, rej, nsub;
 	size_t core, max;
 	bool per_worker, faults;
+	unsigned sched_flags;        /* TPE_SCHED_* of the pool */
 	enum end_mode end;
 	unsigned trigger;            /* END_SHUTDOWN*: after this many attempts;
 				      * END_BY_TASK: the id whose task stops */
@@ -293,6 +310,7 @@ static __thread bool tls_in_wait;       /* in tpe_execute_wait / submit_wait */
 
 static void slot_run(void *arg);
 static void *slot_call(void *arg);
+static void slot_periodic(void *arg);
 
 /* ---- hooks and callbacks ---------------------------------------------- */
 
@@ -318,7 +336,7 @@ slot_of(struct round *r, tpe_fn fn, void *arg)
 {
 	struct slot *s = arg;
 
-	if (fn != NULL && fn != slot_run)
+	if (fn != NULL && fn != slot_run && fn != slot_periodic)
 		return NULL;  /* not one of ours (the handler's pair) */
 	if (s < r->slots || s >= r->slots + r->n_main + r->n_child)
 		return NULL;
@@ -333,8 +351,10 @@ hook_before(tpe_t *pool, tpe_fn fn, void *arg, void *ctx)
 	add(&r->before, 1);
 	CHECK(pool == r->pool, "before hook: wrong pool");
 	/* The custom handler passes a submit task's internal pair on to
-	 * tpe_try_execute, as a plain task: the hooks get that pair. */
-	CHECK(slot_of(r, fn, arg) != NULL || r->rej == 4,
+	 * tpe_try_execute, as a plain task: the hooks get that pair. A
+	 * scheduled task reaches the hooks as the scheduler's own pair (its
+	 * record, or the gate task after tpe_shutdown), not the user's. */
+	CHECK(slot_of(r, fn, arg) != NULL || r->rej == 4 || fn != slot_run,
 	    "before hook: a task not ours");
 }
 
@@ -345,7 +365,8 @@ hook_after(tpe_t *pool, tpe_fn fn, void *arg, void *ctx)
 	struct slot *s = slot_of(r, fn, arg);
 
 	add(&r->after, 1);
-	CHECK(s != NULL || r->rej == 4, "after hook: a task not ours");
+	CHECK(s != NULL || r->rej == 4 || fn != slot_run,
+	    "after hook: a task not ours");
 	if (s != NULL && s->id % 61 == 0)
 		check_stats(pool, "after hook");
 }
@@ -399,8 +420,11 @@ handback(tpe_fn fn, void *arg, void *ctx)
 		    (void *)(uintptr_t)fn);
 		return;
 	}
-	CHECK(s->is_submit ? fn == NULL : fn == slot_run,
-	    "slot %u: handed back with fn %p", s->id, (void *)(uintptr_t)fn);
+	CHECK(s->is_submit ? fn == NULL : fn == (s->periodic ? slot_periodic :
+	    slot_run), "slot %u: handed back with fn %p", s->id,
+	    (void *)(uintptr_t)fn);
+	CHECK(!s->periodic || __atomic_load_n(&s->running, __ATOMIC_SEQ_CST)
+	    == 0, "slot %u: handed back while a run is in progress", s->id);
 	__atomic_add_fetch(&s->handed, 1, __ATOMIC_SEQ_CST);
 }
 
@@ -615,6 +639,103 @@ give_remove(struct round *r, struct slot *s, uint64_t *rs)
 	return 0;
 }
 
+/*
+ * A delayed one-shot: tpe_schedule or tpe_schedule_call, due now, in the
+ * past, or within 2 ms; or due in 10 s and cancelled at once (the round
+ * must not wait for it). The future, when asked for, is cancelled, waited
+ * for a little, asked its delay, or released at once.
+ */
+static int
+give_schedule(struct round *r, struct slot *s, uint64_t *rs)
+{
+	static const int64_t delays[] = { -1000, 0, 10000, 500000, 2000000,
+		10000000000 };
+	unsigned di = tu_rnd(rs, sizeof(delays) / sizeof(delays[0]));
+	bool far = delays[di] > 1000000000, want = far || tu_rnd(rs, 3) != 0;
+	tpe_future_t *f = NULL;
+	int64_t d;
+	void *res;
+	int rc;
+
+	add(&fig.scheduled, 1);
+	s->is_submit = tu_rnd(rs, 2) == 0;
+	s->plain_future = !s->is_submit;
+	if (s->is_submit)
+		rc = tpe_schedule_call(r->pool, slot_call, s, delays[di],
+		    want ? &f : NULL);
+	else
+		rc = tpe_schedule(r->pool, slot_run, s, delays[di],
+		    want ? &f : NULL);
+	if (rc != 0 || !want) {
+		CHECK(f == NULL, "slot %u: schedule = %d wrote a future",
+		    s->id, rc);
+		return rc;
+	}
+	add(&fig.futures, 1);
+	rc = tpe_future_get_delay(f, &d);
+	CHECK(rc == 0, "slot %u: get_delay = %d", s->id, rc);
+	CHECK(rc != 0 || d <= (delays[di] > 0 ? delays[di] : 0), "slot %u: "
+	    "delay %" PRId64 " > %" PRId64 " scheduled", s->id, d,
+	    delays[di]);
+	switch (far ? 0 : tu_rnd(rs, 6)) {
+	case 0:
+		s->cancel_rc = tpe_future_cancel(f);
+		CHECK(s->cancel_rc == 0 || (!far && s->cancel_rc == EBUSY),
+		    "slot %u: cancel = %d", s->id, s->cancel_rc);
+		break;
+	case 1:
+		tpe_future_release(f);
+		return 0;
+	case 2:
+		rc = tpe_future_get(f, tu_rnd(rs, 2) ? 0 : 3000000, &res);
+		CHECK(rc == 0 || rc == ETIMEDOUT || rc == ECANCELED,
+		    "slot %u: get = %d", s->id, rc);
+		CHECK(rc != 0 || res == (s->is_submit ? (void *)s : NULL),
+		    "slot %u: wrong result", s->id);
+		break;
+	}
+	s->f = f;
+	s->keep_future = true;
+	return 0;
+}
+
+/* A periodic task, fixed rate or fixed delay, every 50 µs to 1 ms; it
+ * cancels its own future after stop_after runs, or its submitter cancels
+ * it at once. Its argument comes back once, through a callback. */
+static int
+give_periodic(struct round *r, struct slot *s, uint64_t *rs)
+{
+	int64_t initial = (int64_t)tu_rnd(rs, 1000) * 1000 - 100000;
+	int64_t period = 50000 + (int64_t)tu_rnd(rs, 950) * 1000;
+	tpe_future_t *f = NULL;
+	int rc;
+
+	add(&fig.periodic, 1);
+	s->periodic = true;
+	s->stop_after = 1 + (int)tu_rnd(rs, 4);
+	if (tu_rnd(rs, 2))
+		rc = tpe_schedule_at_fixed_rate(r->pool, slot_periodic, s,
+		    initial, period, &f);
+	else
+		rc = tpe_schedule_with_fixed_delay(r->pool, slot_periodic, s,
+		    initial, period, &f);
+	if (rc != 0) {
+		CHECK(f == NULL, "slot %u: periodic = %d wrote a future",
+		    s->id, rc);
+		return rc;
+	}
+	__atomic_store_n(&s->pf, f, __ATOMIC_RELEASE); /* pairs with the
+							 * task's load */
+	if (tu_rnd(rs, 4) == 0) {
+		s->cancel_rc = tpe_future_cancel(f);
+		CHECK(s->cancel_rc == 0, "slot %u: periodic cancel = %d",
+		    s->id, s->cancel_rc);
+	}
+	s->f = f;
+	s->keep_future = true;
+	return 0;
+}
+
 static const int ok_execute[] = { EAGAIN, ECANCELED, ENOMEM, 0 };
 static const int ok_wait[] = { EAGAIN, ECANCELED, ENOMEM, ETIMEDOUT,
 	EDEADLK, 0 };
@@ -627,6 +748,8 @@ static const struct actor actors[] = {
 	{ "execute+remove", give_remove, ok_execute, 2 },
 	{ "execute_wait", give_execute_wait, ok_wait, 2 },
 	{ "submit_wait", give_submit_wait, ok_wait, 2 },
+	{ "schedule", give_schedule, ok_execute, 3 },
+	{ "periodic", give_periodic, ok_execute, 1 },
 };
 #define NACTORS (sizeof(actors) / sizeof(actors[0]))
 
@@ -750,6 +873,29 @@ slot_call(void *arg)
 	return arg;
 }
 
+/* A periodic run: runs of one task never overlap; after stop_after runs
+ * the task cancels its own future (0 while it runs: no other run starts). */
+static void
+slot_periodic(void *arg)
+{
+	struct slot *s = arg;
+	tpe_future_t *f;
+	int n, rc;
+
+	CHECK(__atomic_add_fetch(&s->running, 1, __ATOMIC_SEQ_CST) == 1,
+	    "slot %u: two periodic runs at once", s->id);
+	n = __atomic_add_fetch(&s->ran, 1, __ATOMIC_SEQ_CST);
+	add(&fig.periodic_runs, 1);
+	/* Pairs with the submitter's release store of pf. */
+	f = __atomic_load_n(&s->pf, __ATOMIC_ACQUIRE);
+	if (n >= s->stop_after && f != NULL) {
+		rc = tpe_future_cancel(f);
+		CHECK(rc == 0, "slot %u: self-cancel = %d", s->id, rc);
+		add(&fig.self_cancels, 1);
+	}
+	__atomic_sub_fetch(&s->running, 1, __ATOMIC_SEQ_CST);
+}
+
 /* ---- the threads of a round -------------------------------------------- */
 
 struct submitter {
@@ -768,6 +914,7 @@ submitter_main(void *arg)
 	unsigned hi = sub->idx == r->nsub - 1 ? r->n_main : lo + per, i;
 	uint64_t rs = (r->seed ^ (sub->idx + 1) * UINT64_C(0xbf58476d1ce4e5b9)) | 1;
 	bool cancelled = false;
+	int cancelled_by = -1;
 
 	tls_submitter = true;
 	pthread_barrier_wait(&r->start);
@@ -777,10 +924,18 @@ submitter_main(void *arg)
 
 		__atomic_add_fetch(&r->attempts, 1, __ATOMIC_SEQ_CST);
 		/* try_execute after shutdown also says ECANCELED. */
-		CHECK(!cancelled || rc == ECANCELED, "slot %u: %d after "
-		    "ECANCELED", s->id, rc);
-		if (rc == ECANCELED)
+		CHECK(!cancelled || rc == ECANCELED, "slot %u: %s = %d after "
+		    "%s said ECANCELED", s->id, actors[s->actor].name, rc,
+		    actors[cancelled_by].name);
+		/* A schedule says ECANCELED from the moment tpe_shutdown
+		 * begins (its hook runs while the pool is still RUNNING), so
+		 * only another API's ECANCELED closes the door for all. */
+		if (rc == ECANCELED && !cancelled &&
+		    actors[s->actor].give != give_schedule &&
+		    actors[s->actor].give != give_periodic) {
 			cancelled = true;
+			cancelled_by = s->actor;
+		}
 		if (tu_rnd(&rs, 64) == 0)
 			sched_yield();
 	}
@@ -928,6 +1083,7 @@ round_attr(struct round *r, uint64_t *rs)
 	}
 	if (r->kind == TPE_QUEUE_BOUNDED)
 		cap = 1 + tu_rnd(rs, 32);
+	r->sched_flags = tu_rnd(rs, 8);
 	ka = (int64_t)tu_rnd(rs, 3000) * 1000;   /* 0 .. 3 ms */
 	rc = tpe_attr_create(&a);
 	if (rc != 0) {
@@ -945,6 +1101,7 @@ round_attr(struct round *r, uint64_t *rs)
 	    tpe_attr_set_thread_hooks(a, hook_start, hook_exit, r) ||
 	    tpe_attr_set_terminated_hook(a, hook_terminated, r) ||
 	    tpe_attr_set_discard_callback(a, handback, r) ||
+	    tpe_attr_set_schedule_flags(a, r->sched_flags) ||
 	    (r->rej < 4 ? tpe_attr_set_rejection(a,
 	    (enum tpe_rejection)r->rej) :
 	    tpe_attr_set_rejection_handler(a, reject_handler, r));
@@ -953,10 +1110,11 @@ round_attr(struct round *r, uint64_t *rs)
 		exit(2);
 	}
 	snprintf(round_desc, sizeof(round_desc), "core=%zu max=%zu queue=%s/%zu "
-	    "policy=%s reject=%s keep-alive=%" PRId64 "us end=%s%s",
+	    "policy=%s reject=%s keep-alive=%" PRId64 "us sched=%u end=%s%s",
 	    r->core, r->max, queue_names[r->kind], cap,
 	    r->policy ? "scale-first" : "queue-first", rej_names[r->rej],
-	    ka / 1000, end_names[r->end], r->faults ? " faults" : "");
+	    ka / 1000, r->sched_flags, end_names[r->end],
+	    r->faults ? " faults" : "");
 	return a;
 }
 
@@ -1024,6 +1182,18 @@ check_slots(struct round *r)
 		}
 		fig.accepted++;
 		fig.per_actor[s->actor][1]++;
+		if (s->periodic) {
+			/* Any number of runs; the argument back once. */
+			fig.ran -= (uint64_t)ran;
+			CHECK(handed == 1 && s->removed == 0, "slot %u "
+			    "(periodic) ran %d times, handed back %d, "
+			    "removed %d", i, ran, handed, s->removed);
+			CHECK(tpe_future_is_cancelled(s->f) &&
+			    tpe_future_get(s->f, 0, NULL) == ECANCELED,
+			    "slot %u: periodic future not cancelled", i);
+			tpe_future_release(s->f);
+			continue;
+		}
 		if (s->is_submit && s->held && s->cancel_rc == 0 &&
 		    ran + handed == 0) {
 			/*
@@ -1053,8 +1223,8 @@ check_slots(struct round *r)
 		rc = tpe_future_get(s->f, 0, &res);
 		if (ran == 1) {
 			fig.futures_value++;
-			CHECK(rc == 0 && res == s, "slot %u: ran but get = %d",
-			    i, rc);
+			CHECK(rc == 0 && res == (s->plain_future ? NULL :
+			    (void *)s), "slot %u: ran but get = %d", i, rc);
 		} else {
 			fig.futures_cancelled++;
 			CHECK(rc == ECANCELED && tpe_future_is_cancelled(s->f),
@@ -1385,6 +1555,9 @@ main(int argc, char **argv)
 		    fig.per_actor[k][1]);
 	printf("chaos: blocking submits timed out %" PRIu64 ", EDEADLK %"
 	    PRIu64 "\n", fig.wait_timedout, fig.wait_deadlk);
+	printf("chaos: scheduled one-shots %" PRIu64 ", periodic tasks %"
+	    PRIu64 " (runs %" PRIu64 ", self-cancels %" PRIu64 ")\n",
+	    fig.scheduled, fig.periodic, fig.periodic_runs, fig.self_cancels);
 	printf("chaos: futures %" PRIu64 " (checked: %" PRIu64 " value, %"
 	    PRIu64 " cancelled; cancel returned 0: %" PRIu64 ")\n",
 	    fig.futures, fig.futures_value, fig.futures_cancelled,

@@ -667,53 +667,6 @@ sc_strategy_epc(void)
 	strategy(TPE_STRATEGY_EPC, 1);
 }
 
-/*
- * Delayed and periodic tasks (tpe_schedule(3)): a one-shot due now, one
- * due in 1 ms (it runs after the shutdown), a callable whose future gives
- * its slot back, and a periodic task due in an hour, cancelled: each
- * accepted one runs or comes back (the discard callback) exactly once; a
- * refused one wrote no future. The first schedule creates the timer
- * thread: its start and its allocations are fault points too.
- */
-static void
-sc_schedule(void)
-{
-	static const struct shape sh = { 2, 2, TPE_QUEUE_UNBOUNDED, 0,
-	    TPE_POLICY_QUEUE_FIRST, 0 };
-	tpe_t *pool = pool_of(&sh);
-	tpe_future_t *call = NULL, *periodic = NULL;
-	void *result = NULL;
-	int rc;
-
-	if (pool == NULL)
-		return;
-	slots[0].accepted = expect(tpe_schedule(pool, task_fn, &slots[0], 0,
-	    NULL), 0) == 0;
-	slots[1].accepted = expect(tpe_schedule(pool, task_fn, &slots[1],
-	    TU_MS, NULL), 0) == 0;
-	rc = expect(tpe_schedule_call(pool, call_fn, &slots[2], 0, &call), 0);
-	slots[2].accepted = rc == 0;
-	CHECK(rc == 0 || call == NULL);
-	rc = expect(tpe_schedule_at_fixed_rate(pool, task_fn, &slots[3],
-	    3600 * TU_S, TU_MS, &periodic), 0);
-	slots[3].accepted = rc == 0;
-	CHECK(rc == 0 || periodic == NULL);
-	if (rc == 0)
-		CHECK(tpe_future_cancel(periodic) == 0);
-	/* A due task that no worker can run yet (none could be started)
-	 * waits for the pool; the shutdown runs it or hands it back. */
-	finish(pool);
-	if (call != NULL) {
-		rc = tpe_future_get(call, 0, &result);
-		CHECK(rc == 0 ? result == &slots[2] : rc == ECANCELED);
-		tpe_future_release(call);
-	}
-	if (periodic != NULL) {
-		CHECK(tpe_future_get(periodic, 0, NULL) == ECANCELED);
-		tpe_future_release(periodic);
-	}
-}
-
 /* ---- the sweep -------------------------------------------------------- */
 
 /* A scenario: fn, or (fn NULL) create a pool of `shape`, execute `tasks`
@@ -834,6 +787,149 @@ sc_thpool(void)
 	thpool_destroy(tp);
 }
 
+/* ---- delayed and periodic tasks (tpe_schedule(3)) ---------------------- */
+
+/* A failed schedule call kept the task and, if it wrote the future, wrote
+ * NULL (tpe.h: "on any error nothing was scheduled"). */
+static int
+scheduled(int rc, tpe_future_t **f, tpe_future_t *sentinel, int i)
+{
+	rc = expect(rc, 0);
+	slots[i].accepted = rc == 0;
+	if (rc != 0 && f != NULL)
+		CHECK(*f == NULL || *f == sentinel);
+	return rc;
+}
+
+/*
+ * The four kinds of schedule: one due now without a future, a callable
+ * with its result, one in 10 s cancelled at once (its argument comes back
+ * through the discard callback), one still pending at tpe_shutdown (it
+ * runs: Java's default). The first schedule starts the timer thread:
+ * EAGAIN when that start fails, ENOMEM for memory.
+ */
+static void
+sc_schedule(void)
+{
+	static const struct shape sh = { 1, 2, TPE_QUEUE_UNBOUNDED, 0,
+	    TPE_POLICY_QUEUE_FIRST, 0 };
+	tpe_t *pool = pool_of(&sh);
+	tpe_future_t *f1 = (tpe_future_t *)&f1, *f2 = (tpe_future_t *)&f2;
+	void *result = NULL;
+	int64_t d;
+	int rc;
+
+	if (pool == NULL)
+		return;
+	(void)scheduled(tpe_schedule(pool, task_fn, &slots[0], 0, NULL), NULL,
+	    NULL, 0);
+	if (scheduled(tpe_schedule_call(pool, call_fn, &slots[1], 100000,
+	    &f1), &f1, (tpe_future_t *)&f1, 1) == 0) {
+		/* Memory gone for good: the due task is offered again
+		 * every millisecond and never enters the pool. */
+		rc = tpe_future_get(f1, 2 * TU_S, &result);
+		CHECK(rc == 0 || (rc == ETIMEDOUT && fired()));
+		CHECK(rc != 0 || result == &slots[1]);
+		tpe_future_release(f1);
+	}
+	if (scheduled(tpe_schedule(pool, task_fn, &slots[2], 10 * TU_S, &f2),
+	    &f2, (tpe_future_t *)&f2, 2) == 0) {
+		CHECK(tpe_future_get_delay(f2, &d) == 0 && d > 0);
+		CHECK(tpe_future_cancel(f2) == 0);
+		tpe_future_release(f2);
+	}
+	(void)scheduled(tpe_schedule(pool, task_fn, &slots[3], TU_MS, NULL),
+	    NULL, NULL, 3);
+	finish(pool);
+}
+
+/* Periodic runs: counted apart (any number); the argument comes back
+ * once, by the discard callback, when the task stops. */
+static int periodic_runs, periodic_stopped;
+static tpe_future_t *periodic_self;
+
+static void
+periodic_fn(void *arg)
+{
+	/* Pairs with the release store of periodic_self. */
+	tpe_future_t *f = __atomic_load_n(&periodic_self, __ATOMIC_ACQUIRE);
+
+	(void)arg;
+	/* The fixed-rate task stops itself from its second run on. */
+	if (__atomic_add_fetch(&periodic_runs, 1, __ATOMIC_SEQ_CST) >= 2 &&
+	    f != NULL && !__atomic_exchange_n(&periodic_stopped, 1,
+	    __ATOMIC_SEQ_CST))
+		CHECK(tpe_future_cancel(f) == 0);
+}
+
+/*
+ * A fixed-rate task that cancels itself and a fixed-delay one that
+ * tpe_shutdown stops (Java's default), each re-armed through the heap
+ * (whose growth may fail: the task is then cancelled and handed back).
+ */
+static void
+sc_periodic(void)
+{
+	static const struct shape sh = { 1, 1, TPE_QUEUE_UNBOUNDED, 0,
+	    TPE_POLICY_QUEUE_FIRST, 0 };
+	tpe_t *pool = pool_of(&sh);
+	tpe_future_t *f = NULL;
+	int i, rc;
+
+	if (pool == NULL)
+		return;
+	if (scheduled(tpe_schedule_at_fixed_rate(pool, periodic_fn,
+	    &slots[0], 0, 100000, &f), &f, NULL, 0) == 0) {
+		__atomic_store_n(&periodic_self, f, __ATOMIC_RELEASE);
+		rc = tpe_future_get(f, 2 * TU_S, NULL);
+		CHECK(rc == ECANCELED || (rc == ETIMEDOUT && fired()));
+	}
+	(void)scheduled(tpe_schedule_with_fixed_delay(pool, periodic_fn,
+	    &slots[1], 0, 200000, NULL), NULL, NULL, 1);
+	finish(pool);
+	if (f != NULL)
+		tpe_future_release(f);
+	/* Each accepted periodic task came back once, after its runs. */
+	for (i = 0; i < 2; i++) {
+		CHECK(tu_load(&slots[i].handed) == (slots[i].accepted ? 1 : 0));
+		slots[i].handed = slots[i].accepted = 0;
+	}
+}
+
+/* tpe_shutdown_now with scheduled tasks pending: each is handed back
+ * once, its future cancelled at once. */
+static void
+sc_schedule_shutdown_now(void)
+{
+	static const struct shape sh = { 1, 1, TPE_QUEUE_UNBOUNDED, 0,
+	    TPE_POLICY_QUEUE_FIRST, 0 };
+	tpe_t *pool = pool_of(&sh);
+	tpe_future_t *f[3];
+	int i;
+
+	if (pool == NULL)
+		return;
+	for (i = 0; i < 3; i++) {
+		f[i] = NULL;
+		(void)scheduled(tpe_schedule(pool, task_fn, &slots[i],
+		    10 * TU_S, &f[i]), &f[i], NULL, i);
+	}
+	CHECK(tpe_shutdown_now(pool, handback_fn, NULL) == 0);
+	/* Cancelled at once, also when no array for the hand-back can be
+	 * allocated (the timer then hands them back a chunk at a time). */
+	for (i = 0; i < 3; i++)
+		CHECK(f[i] == NULL || tpe_future_get(f[i], 0, NULL) ==
+		    ECANCELED);
+	CHECK(tpe_await_termination(pool, 30 * TU_S) == 0);
+	CHECK(tpe_destroy(pool) == 0);
+	for (i = 0; i < 3; i++) {
+		if (f[i] == NULL)
+			continue;
+		CHECK(tpe_future_get(f[i], 0, NULL) == ECANCELED);
+		tpe_future_release(f[i]);
+	}
+}
+
 static const struct scenario scenarios[] = {
 	{ "unbounded", NULL, { 2, 2, TPE_QUEUE_UNBOUNDED, 0, QF, 0 }, 6 },
 	{ "bounded", NULL, { 1, 3, TPE_QUEUE_BOUNDED, 8, QF, 0 }, 6 },
@@ -857,6 +953,8 @@ static const struct scenario scenarios[] = {
 	{ .name = "ring", .fn = sc_ring },
 	{ .name = "thpool", .fn = sc_thpool },
 	{ .name = "schedule", .fn = sc_schedule },
+	{ .name = "periodic", .fn = sc_periodic },
+	{ .name = "schedule_shutdown_now", .fn = sc_schedule_shutdown_now },
 };
 
 #define NSCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))

@@ -449,13 +449,17 @@ test_sched_cancel_discard_purge(void **state)
 	assert_int_equal(tpe_future_cancel(f[0]), 0);
 	assert_int_equal(tpe_future_cancel(f[1]), 0);
 	assert_int_equal(tpe_future_get(f[0], 0, NULL), ECANCELED);
-	/* Without REMOVE_ON_CANCEL it stays until purge. */
+	/* Without REMOVE_ON_CANCEL a cancelled task stays until tpe_purge,
+	 * or until the timer finds it at the head of its heap (a timer that
+	 * wakes meanwhile, e.g. still handling the first schedule's wake-up,
+	 * drops a cancelled head at once): so the counts allow both; each
+	 * task comes back exactly once either way. */
 	assert_int_equal(tpe_get_stats(p, &st, sizeof(st)), 0);
-	assert_int_equal(st.queued, 4);
+	assert_true(st.queued >= 2 && st.queued <= 4);
 	assert_int_equal(tpe_purge(p, &purged), 0);
-	assert_int_equal(purged, 2);
-	assert_int_equal(t[0].discarded, 1);
-	assert_int_equal(t[1].discarded, 1);
+	assert_true(purged <= 2);
+	assert_true(TU_EVENTUALLY(tu_load(&t[0].discarded) == 1 &&
+	    tu_load(&t[1].discarded) == 1, 10 * TU_S));
 	assert_int_equal(tpe_get_stats(p, &st, sizeof(st)), 0);
 	assert_int_equal(st.queued, 2);
 	/* Shutdown: delayed one-shots stay; cancelled ones then leave at
