@@ -809,6 +809,20 @@ take_and_finish_locked(struct tpe__sched *s, bool (*keep)(
 	return true;
 }
 
+/* The gate task will not run (refused, or dropped by the pool): what it
+ * would have run goes to the discard callback. No lock held. */
+static void
+gate_not_run(struct tpe__sched_hook *h, struct tpe__sched *s)
+{
+	tpe__mutex_lock(&s->lock);
+	s->gate_active = false;
+	if (!take_and_finish_locked(s, keep_none, h->discard, h->discard_ctx,
+	    NULL))
+		return; /* forked in the callback */
+	tpe__cond_broadcast(&s->idle_cond);
+	tpe__mutex_unlock(&s->lock);
+}
+
 void
 tpe__sched_shutdown(struct tpe__sched_hook *h)
 {
@@ -837,15 +851,8 @@ tpe__sched_shutdown(struct tpe__sched_hook *h)
 	/* The pool is still RUNNING (the hook comes first). Refused (a
 	 * saturated bounded or hand-off pool): what was left is handed to
 	 * the discard callback (tpe_schedule(3)). */
-	if (gate && tpe_execute_wait(h->pool, gate_task, s, 0) != 0) {
-		tpe__mutex_lock(&s->lock);
-		s->gate_active = false;
-		if (!take_and_finish_locked(s, keep_none, h->discard,
-		    h->discard_ctx, NULL))
-			return;
-		tpe__cond_broadcast(&s->idle_cond);
-		tpe__mutex_unlock(&s->lock);
-	}
+	if (gate && tpe_execute_wait(h->pool, gate_task, s, 0) != 0)
+		gate_not_run(h, s);
 }
 
 void
@@ -967,13 +974,7 @@ tpe__sched_discard(tpe_fn fn, void *arg, void *ctx)
 	if (s != NULL && fn == gate_task) {
 		/* The gate will not run (the pool could start no worker for
 		 * it): what it would have run goes to the discard callback. */
-		tpe__mutex_lock(&s->lock);
-		s->gate_active = false;
-		if (!take_and_finish_locked(s, keep_none, h->discard,
-		    h->discard_ctx, NULL))
-			return;
-		tpe__cond_broadcast(&s->idle_cond);
-		tpe__mutex_unlock(&s->lock);
+		gate_not_run(h, s);
 		return;
 	}
 	if (s != NULL && fn == run_task) {
