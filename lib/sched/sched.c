@@ -41,7 +41,8 @@
  * scheduler's reference.
  *
  * Lifecycle of the scheduler: created by the first schedule on the pool
- * (its timer thread with it); tpe_shutdown's hook sets `shutdown` (under
+ * (its timer thread with it) unless a shutdown came first (close_hook:
+ * then the pool never gets one); tpe_shutdown's hook sets `shutdown` (under
  * s->lock, before the pool leaves RUNNING) and waits until the timer is
  * not submitting, then the timer thread leaves its loop; what still must
  * run is run by a gate task on one worker of the pool (Java's workers
@@ -64,6 +65,8 @@
 
 #define NOT_IN_HEAP SIZE_MAX
 #define RETRY_NS INT64_C(1000000) /* a refused due task is offered again */
+/* h->s after a shutdown found no scheduler: none is made any more. */
+#define CLOSED (&closed_sched)
 
 struct sched_task {
 	struct tpe_future f;   /* first: freed with the future (future.h) */
@@ -99,6 +102,7 @@ struct tpe__sched {
 };
 
 static const struct tpe__future_sched sched_future_ops;
+static struct tpe__sched closed_sched; /* only its address is used */
 static struct tpe__sched *hook_sched(const struct tpe__sched_hook *h);
 
 /* ---- the heap (S held) ------------------------------------------------ */
@@ -500,8 +504,10 @@ get_sched(struct tpe__sched_hook *h, struct tpe__sched **sp)
 	struct tpe__sched *s, *expected = NULL;
 	int rc;
 
-	/* Pairs with the release CAS below. */
+	/* Pairs with the release CAS below and close_hook's. */
 	s = __atomic_load_n(&h->s, __ATOMIC_ACQUIRE);
+	if (s == CLOSED)
+		return ECANCELED;
 	if (s != NULL) {
 		*sp = s;
 		return 0;
@@ -526,6 +532,8 @@ get_sched(struct tpe__sched_hook *h, struct tpe__sched **sp)
 	    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
 		stop_thread(s);
 		sched_free(s);
+		if (expected == CLOSED)
+			return ECANCELED; /* a shutdown came first */
 		s = expected;
 	}
 	*sp = s;
@@ -580,17 +588,6 @@ schedule(tpe_t *pool, tpe_fn fn, tpe_call_fn call, bool valid, void *arg,
 			wake_locked(s);
 	}
 	tpe__mutex_unlock(&s->lock);
-	/* A tpe_shutdown that ran before this scheduler existed (or while
-	 * it was being made) had no hook to call: take the task back while
-	 * it is still pending. */
-	if (rc == 0 && tpe_is_shutdown(pool)) {
-		tpe__mutex_lock(&s->lock);
-		if (r->idx != NOT_IN_HEAP) {
-			heap_remove_locked(s, r);
-			rc = ECANCELED;
-		}
-		tpe__mutex_unlock(&s->lock);
-	}
 	if (rc != 0) {
 		tpe__future_unref(&r->f);
 		tpe__future_unref(&r->f);
@@ -692,9 +689,29 @@ hook_sched(const struct tpe__sched_hook *h)
 	/* Pairs with get_sched's CAS. */
 	struct tpe__sched *s = __atomic_load_n(&h->s, __ATOMIC_ACQUIRE);
 
-	if (s != NULL && tpe__forked_since(s->fork_gen))
+	if (s == CLOSED || (s != NULL && tpe__forked_since(s->fork_gen)))
 		return NULL;
 	return s;
+}
+
+/*
+ * The scheduler a shutdown hook acts on. With none yet, the hook is closed
+ * instead (h->s = CLOSED), so that none is made after it: the CAS on h->s
+ * orders every first schedule against the shutdown, which is what makes
+ * "a schedule that returned 0 before tpe_shutdown is seen by its hook"
+ * true (a scheduler published after the hook looked would never learn of
+ * the shutdown).
+ */
+static struct tpe__sched *
+close_hook(struct tpe__sched_hook *h)
+{
+	struct tpe__sched *expected = NULL;
+
+	/* Pairs with get_sched's load and CAS. */
+	if (__atomic_compare_exchange_n(&h->s, &expected, CLOSED, false,
+	    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return NULL;
+	return hook_sched(h);
 }
 
 /* Moves up to max records that must not stay (keep() false) out of the
@@ -826,7 +843,7 @@ gate_not_run(struct tpe__sched_hook *h, struct tpe__sched *s)
 void
 tpe__sched_shutdown(struct tpe__sched_hook *h)
 {
-	struct tpe__sched *s = hook_sched(h);
+	struct tpe__sched *s = close_hook(h);
 	bool gate = false;
 
 	if (s == NULL)
@@ -859,7 +876,7 @@ void
 tpe__sched_shutdown_now(struct tpe__sched_hook *h, tpe_handback_fn cb,
     void *ctx)
 {
-	struct tpe__sched *s = hook_sched(h);
+	struct tpe__sched *s = close_hook(h);
 
 	if (s == NULL)
 		return;
@@ -937,9 +954,9 @@ tpe__sched_destroy(struct tpe__sched_hook *h)
 	struct tpe__sched *s = __atomic_load_n(&h->s, __ATOMIC_ACQUIRE);
 	size_t i;
 
-	if (s == NULL)
-		return;
 	h->s = NULL;
+	if (s == NULL || s == CLOSED)
+		return;
 	if (tpe__forked_since(s->fork_gen)) {
 		/* The child: the timer thread is not here, the locks may be
 		 * held by parent threads; only memory is freed. */

@@ -24,9 +24,9 @@ struct tpe__sched;
 
 /* What the scheduler gets of its pool (pool->sched_hook). */
 struct tpe__sched_hook {
-	struct tpe__sched *s;     /* A: NULL until the first schedule (CAS,
-				   * tpe_schedule*), then fixed until
-				   * tpe__sched_destroy */
+	struct tpe__sched *s;     /* A: NULL until the first schedule or
+				   * shutdown (CAS), then fixed until
+				   * tpe__sched_destroy (sched.c) */
 	tpe_t *pool;              /* I: for tpe_execute_wait, tpe_is_shutdown */
 	tpe_handback_fn discard;  /* I: the pool's discard callback */
 	void *discard_ctx;        /* I */
