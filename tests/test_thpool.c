@@ -43,13 +43,22 @@ assert_all_asleep(struct tu_tids *t)
 	    TU_WAIT_BOUND));
 }
 
-/* Asserts that the threads thpool_init started are gone (joined). */
+/*
+ * Asserts that the threads thpool_init started are gone (joined): the
+ * count comes back to `before` or below. Below, because `before` may
+ * still list a thread the previous test joined (the kernel lists a
+ * joined thread for a moment after pthread_join returned, longer under
+ * ThreadSanitizer), which then leaves; waiting for "== before" failed on
+ * that. A pool thread left behind keeps the count above `before`, unless
+ * an older thread was leaving at that very moment (then one run misses it,
+ * not every run).
+ */
 static void
 assert_threads_back_to(long before)
 {
 	if (before < 0)
 		return;
-	assert_true(TU_EVENTUALLY(thread_count() == before, TU_WAIT_BOUND));
+	assert_true(TU_EVENTUALLY(thread_count() <= before, TU_WAIT_BOUND));
 }
 
 /* The README's job: counts how many times it ran and the sum of its
