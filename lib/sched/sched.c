@@ -454,9 +454,10 @@ timer_main(void *arg)
 			continue;
 		}
 		if (rc == ECANCELED) {
-			/* Shut down without the hook (a schedule racing the
-			 * first tpe_shutdown): it can never enter; to the
-			 * discard callback, its future cancelled. */
+			/* The pool shut down without this scheduler's hook
+			 * (close_hook makes that impossible; were it to
+			 * happen, nothing is lost): it can never enter; to
+			 * the discard callback, its future cancelled. */
 			tpe__mutex_unlock(&s->lock);
 			if (!discard(r))
 				return NULL;
@@ -650,9 +651,16 @@ on_cancel(struct tpe_future *f)
 	tpe__mutex_lock(&s->lock);
 	if (r->idx != NOT_IN_HEAP &&
 	    ((s->h->flags & TPE_SCHED_REMOVE_ON_CANCEL) != 0 || s->shutdown)) {
+		/* Only the head's waiter cares: the timer (or gate) sleeps
+		 * until heap[0]'s due time, and a later one leaving changes
+		 * nothing for it (waking it on every cancel cost a futex
+		 * wake and a lock hand-over per cancel). */
+		bool head = r->idx == 0;
+
 		heap_remove_locked(s, r);
 		removed = true;
-		wake_locked(s);
+		if (head)
+			wake_locked(s);
 	}
 	tpe__mutex_unlock(&s->lock);
 	if (removed)
