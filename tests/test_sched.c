@@ -37,6 +37,7 @@
 #define TU_FAULT_INJECTION /* this binary links the --wrap wrappers */
 #include "helpers.h"
 #include "pool/pool.h"
+#include "sched/sched.h"
 
 /* Counts what the discard callback got per argument. */
 struct tally {
@@ -1207,6 +1208,133 @@ test_sched_first_schedule_races_shutdown(void **state)
 	assert_int_equal(t.ran + t.discarded, 0);
 }
 
+/*
+ * The task hooks around scheduled tasks see the user's pair, as around
+ * tpe_execute and tpe_submit tasks (fn NULL for a tpe_schedule_call task),
+ * never the scheduler's own; and a one-shot cancelled while it waited in
+ * the pool's queue gets no hooks (tpe_attr_set_task_hooks(3)): it goes to
+ * the discard callback, once. The state is built: the one worker is held
+ * while the four due tasks enter the queue, and the cancel comes then.
+ */
+struct hook_rec {
+	pthread_mutex_t lock;
+	int n_before, n_after, n_discarded;
+	tpe_fn fn[8];
+	void *arg[8];
+	tpe_fn discarded_fn;
+	void *discarded_arg;
+};
+
+static void
+rec_before(tpe_t *pool, tpe_fn fn, void *arg, void *ctx)
+{
+	struct hook_rec *h = ctx;
+
+	(void)pool;
+	pthread_mutex_lock(&h->lock);
+	if (h->n_before < 8) {
+		h->fn[h->n_before] = fn;
+		h->arg[h->n_before] = arg;
+	}
+	h->n_before++;
+	pthread_mutex_unlock(&h->lock);
+}
+
+static void
+rec_after(tpe_t *pool, tpe_fn fn, void *arg, void *ctx)
+{
+	struct hook_rec *h = ctx;
+	int i;
+	bool seen = false;
+
+	(void)pool;
+	pthread_mutex_lock(&h->lock);
+	for (i = 0; i < h->n_before && i < 8; i++)
+		seen |= h->fn[i] == fn && h->arg[i] == arg;
+	if (seen)
+		h->n_after++;
+	pthread_mutex_unlock(&h->lock);
+}
+
+static void
+rec_discard(tpe_fn fn, void *arg, void *ctx)
+{
+	struct hook_rec *h = ctx;
+
+	pthread_mutex_lock(&h->lock);
+	h->n_discarded++;
+	h->discarded_fn = fn;
+	h->discarded_arg = arg;
+	pthread_mutex_unlock(&h->lock);
+}
+
+static bool
+rec_has(struct hook_rec *h, tpe_fn fn, void *arg)
+{
+	int i;
+
+	for (i = 0; i < h->n_before && i < 8; i++)
+		if (h->fn[i] == fn && h->arg[i] == arg)
+			return true;
+	return false;
+}
+
+static void
+test_sched_task_hooks_see_user_pair(void **state)
+{
+	struct hook_rec h = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	struct tu_latch started, release;
+	struct tu_blocker b = { &started, &release, NULL, 0 };
+	struct tally a, c, d;
+	int call_arg;
+	tpe_future_t *fa, *fb, *fc, *fd;
+	tpe_t *p;
+
+	(void)state;
+	memset(&a, 0, sizeof(a));
+	memset(&c, 0, sizeof(c));
+	memset(&d, 0, sizeof(d));
+	tu_latch_init(&started, 1);
+	tu_latch_init(&release, 1);
+	p = tu_pool_with(&(struct tu_pool_opts){ .core = 1, .max = 1,
+	    .queue = TPE_QUEUE_UNBOUNDED, .before = rec_before,
+	    .after = rec_after, .task_hooks_ctx = &h,
+	    .discard = rec_discard, .discard_ctx = &h });
+	assert_int_equal(tpe_execute(p, tu_blocker_fn, &b), 0);
+	tu_latch_wait(&started);
+	assert_int_equal(tpe_schedule(p, tally_fn, &a, 0, &fa), 0);
+	assert_int_equal(tpe_schedule_call(p, call_fn, &call_arg, 0, &fb), 0);
+	assert_int_equal(tpe_schedule_at_fixed_rate(p, tally_fn, &c, 0,
+	    3600 * TU_S, &fc), 0);
+	assert_int_equal(tpe_schedule(p, tally_fn, &d, 0, &fd), 0);
+	/* All four due and in the pool's queue (white-box), behind b. */
+	assert_true(TU_EVENTUALLY(
+	    tpe__sched_pending(tpe__pool_sched_hook(p)) == 0, TU_WAIT_BOUND));
+	assert_int_equal(tpe_future_cancel(fd), 0);
+	tu_latch_count_down(&release);
+	assert_true(TU_EVENTUALLY(tu_ran(&a) == 1 && tu_ran(&c) == 1 &&
+	    tpe_future_is_done(fb), TU_WAIT_BOUND));
+	assert_int_equal(tpe_wait_idle(p, 10 * TU_S), 0);
+	pthread_mutex_lock(&h.lock);
+	assert_int_equal(h.n_before, 4);
+	assert_int_equal(h.n_after, 4);
+	assert_true(rec_has(&h, tu_blocker_fn, &b));
+	assert_true(rec_has(&h, tally_fn, &a));
+	assert_true(rec_has(&h, NULL, &call_arg));
+	assert_true(rec_has(&h, tally_fn, &c));
+	assert_int_equal(h.n_discarded, 1);
+	assert_ptr_equal(h.discarded_fn, tally_fn);
+	assert_ptr_equal(h.discarded_arg, &d);
+	pthread_mutex_unlock(&h.lock);
+	assert_int_equal(tu_ran(&d), 0);
+	assert_int_equal(tpe_future_cancel(fc), 0);
+	tpe_future_release(fa);
+	tpe_future_release(fb);
+	tpe_future_release(fc);
+	tpe_future_release(fd);
+	assert_int_equal(tpe_destroy(p), 0);
+}
+
 /* fork() with pending timers: the child has no timer; its pool is
  * terminated, a schedule says ECANCELED, and destroy returns. */
 static void
@@ -1277,6 +1405,7 @@ main(void)
 		cmocka_unit_test(test_sched_no_thread_no_wakeups),
 		cmocka_unit_test(test_sched_first_schedule_races_shutdown),
 		cmocka_unit_test(test_sched_malloc_and_thread_failures),
+		cmocka_unit_test(test_sched_task_hooks_see_user_pair),
 		cmocka_unit_test(test_sched_fork_child),
 	};
 

@@ -191,6 +191,8 @@ tpe_create(tpe_t **poolp, const tpe_attr_t *attr)
 	pool->tasks.pool = pool;
 	pool->tasks.attr = &pool->attr;
 	pool->tasks.returns = &pool->returns;
+	pool->tasks.wrap_fn = tpe__sched_task_fn;
+	pool->tasks.wrap_begin = tpe__sched_begin;
 	pool->sched_hook.pool = pool;
 	pool->sched_hook.discard = pool->attr.discard;
 	pool->sched_hook.discard_ctx = pool->attr.discard_ctx;

@@ -224,6 +224,9 @@ run(const struct tpe__tasks *ts, struct tpe__task *t, bool keep)
 	struct tpe_future *f = t->future;
 	tpe_fn fn = t->fn;
 	void *arg = user_arg(t);
+	tpe_fn hook_fn = fn;
+	void *hook_arg = arg;
+	bool hooks = a->before != NULL || a->after != NULL;
 	unsigned gen = tpe__fork_gen();
 
 	/* A task that unwound out of a non-blocking invocation must not
@@ -240,8 +243,12 @@ run(const struct tpe__tasks *ts, struct tpe__task *t, bool keep)
 	/* From here to the end of the user code: freed in the child of a
 	 * fork made in it (task.h). */
 	tpe__tls_running_node = t;
-	if (a->before != NULL) {
-		a->before(ts->pool, fn, arg, a->task_hook_ctx);
+	/* A wrapper says whether its task runs, and whose pair the hooks
+	 * see; only asked when there are hooks (struct tpe__tasks). */
+	if (hooks && fn == ts->wrap_fn && f == NULL)
+		hooks = ts->wrap_begin(arg, &hook_fn, &hook_arg);
+	if (hooks && a->before != NULL) {
+		a->before(ts->pool, hook_fn, hook_arg, a->task_hook_ctx);
 		if (tpe__forked_since(gen))
 			return false;
 	}
@@ -251,8 +258,8 @@ run(const struct tpe__tasks *ts, struct tpe__task *t, bool keep)
 		return false;
 	if (tpe__forked_since(gen))
 		return false;
-	if (a->after != NULL) {
-		a->after(ts->pool, fn, arg, a->task_hook_ctx);
+	if (hooks && a->after != NULL) {
+		a->after(ts->pool, hook_fn, hook_arg, a->task_hook_ctx);
 		if (tpe__forked_since(gen))
 			return false;
 	}

@@ -40,6 +40,16 @@ struct tpe__tasks {
 	tpe_t *pool;
 	const struct tpe_attr *attr;
 	struct tpe__node_returns *returns;
+	/*
+	 * A wrapping task: a node whose fn is wrap_fn carries a wrapper of
+	 * the user's task (lib/sched's record). Before the hooks, wrap_begin
+	 * decides whether the user's task will run and gives the user's
+	 * pair, which the hooks see instead of the wrapper's; when it says
+	 * no, the hooks are not called and fn(arg) hands the task back
+	 * (tpe_attr_set_task_hooks(3)). Both NULL for no wrapping.
+	 */
+	tpe_fn wrap_fn;
+	bool (*wrap_begin)(void *arg, tpe_fn *fn, void **user_arg);
 };
 
 /* The pool whose callback (hand-back, terminated hook) this thread runs

@@ -348,6 +348,26 @@ gate_task(void *arg)
  * second gate). */
 static __thread bool in_gate;
 
+/* The record tpe__sched_begin decided to run on this thread, until its
+ * run_task (a worker runs one task at a time). */
+static TPE__TLS struct sched_task *tls_begun;
+
+const tpe_fn tpe__sched_task_fn = run_task;
+
+bool
+tpe__sched_begin(void *arg, tpe_fn *fn, void **user_arg)
+{
+	struct sched_task *r = arg;
+
+	if (r->period == 0 ? !tpe__future_start(&r->f) :
+	    !tpe__future_is_new(&r->f) || periodic_stopped(r->s))
+		return false; /* run_task hands it back */
+	tls_begun = r;
+	*fn = r->fn;
+	*user_arg = r->arg;
+	return true;
+}
+
 /* The task the pool runs for a due record (and the gate, inline). */
 static void
 run_task(void *arg)
@@ -356,10 +376,14 @@ run_task(void *arg)
 	struct tpe__sched *s = r->s;
 	unsigned gen = tpe__fork_gen();
 	bool again, become_gate = false;
+	/* Decided by tpe__sched_begin (the hooks ran): it runs. */
+	bool begun = tls_begun == r;
 
+	tls_begun = NULL;
 	if (r->period == 0) {
 		/* One-shot: the future's rule (NEW -> RUNNING, or cancelled). */
-		enum tpe__future_run_result rr = tpe__future_run(&r->f);
+		enum tpe__future_run_result rr = begun ?
+		    tpe__future_run_started(&r->f) : tpe__future_run(&r->f);
 
 		if (rr == TPE__FORKED)
 			return;
@@ -371,7 +395,7 @@ run_task(void *arg)
 	}
 	/* A run already handed to the pool when the pool was shut down does
 	 * not start (Java cancels the periodic tasks in its queue). */
-	if (!tpe__future_is_new(&r->f) || periodic_stopped(s)) {
+	if (!begun && (!tpe__future_is_new(&r->f) || periodic_stopped(s))) {
 		(void)discard(r);
 		return;
 	}

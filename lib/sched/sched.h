@@ -72,6 +72,17 @@ void tpe__sched_atfork_forget(struct tpe__task *t);
  */
 void tpe__sched_discard(tpe_fn fn, void *arg, void *ctx);
 
+/*
+ * The function of the task a due scheduled task enters the pool as, and
+ * what the pool's task runner asks of it before the task hooks (struct
+ * tpe__tasks' wrap_fn and wrap_begin): whether the user's task will run
+ * (a one-shot is started here, so that a cancel from now on says EBUSY;
+ * a cancelled or stopped task will not run and gets no hooks), and the
+ * user's fn/arg for the hooks (fn NULL for a tpe_schedule_call task).
+ */
+extern const tpe_fn tpe__sched_task_fn;
+bool tpe__sched_begin(void *arg, tpe_fn *fn, void **user_arg);
+
 /* pool.c's accessor for the public calls in sched.c. */
 struct tpe__sched_hook *tpe__pool_sched_hook(tpe_t *pool);
 
