@@ -339,6 +339,78 @@ test_per_worker_watcher_steals_one_by_one(void **state)
 }
 
 /*
+ * The rest of a batch is stolen once: the thief's exchange leaves NULL
+ * behind, so the owner, back from its running task, finds nothing to take
+ * back and runs none of the stolen tasks again. Built exactly: worker A,
+ * held by b0, gets b1, t2 and t3 on its stack (B sleeps, so the pushes
+ * pass it over) and B, woken as the watcher, is held in the steal hook
+ * until A has detached the three and runs b1 with t2 and t3 as its rest;
+ * B then steals the rest and runs it while b1 still holds A.
+ */
+static struct tu_latch *rest_hooked, *rest_go;
+static int rest_hook_once; /* atomic */
+
+static void
+rest_steal_hook(void)
+{
+	if (__atomic_exchange_n(&rest_hook_once, 1, __ATOMIC_SEQ_CST))
+		return;
+	tu_latch_count_down(rest_hooked);
+	if (!tu_latch_wait_for(rest_go, TU_WAIT_BOUND))
+		fprintf(stderr, "rest steal: never let go\n");
+}
+
+static void
+test_per_worker_rest_stolen_once(void **state)
+{
+	struct tu_latch started[2], release[2], hooked, go;
+	struct tu_blocker b[2];
+	int count = 0, i;
+	tpe_t *p;
+
+	(void)state;
+	tpe__per_worker_spin_ns = 0;
+	p = pw_pool(2);
+	for (i = 0; i < 2; i++) {
+		tu_latch_init(&started[i], 1);
+		tu_latch_init(&release[i], 1);
+		b[i] = (struct tu_blocker){ &started[i], &release[i], NULL, 0 };
+	}
+	tu_latch_init(&hooked, 1);
+	tu_latch_init(&go, 1);
+	rest_hooked = &hooked;
+	rest_go = &go;
+	__atomic_store_n(&rest_hook_once, 0, __ATOMIC_SEQ_CST);
+	assert_int_equal(tpe_execute(p, tu_blocker_fn, &b[0]), 0);
+	assert_true(tu_latch_wait_for(&started[0], TU_WAIT_BOUND));
+	assert_true(TU_EVENTUALLY(sleepers(p) == 1, EV_TIMEOUT));
+	__atomic_store_n(&tpe__per_worker_steal_hook, rest_steal_hook,
+	    __ATOMIC_SEQ_CST);
+	assert_int_equal(tpe_execute(p, tu_blocker_fn, &b[1]), 0);
+	assert_int_equal(tpe_execute(p, tu_count_fn, &count), 0);
+	assert_int_equal(tpe_execute(p, tu_count_fn, &count), 0);
+	/* B, the watcher, holds in its first steal (of A's stack). */
+	assert_true(tu_latch_wait_for(&hooked, TU_WAIT_BOUND));
+	tu_latch_count_down(&release[0]);
+	assert_true(tu_latch_wait_for(&started[1], TU_WAIT_BOUND));
+	tu_latch_count_down(&go);
+	/* B steals t2 and t3 (A's rest) while b1 holds A. */
+	assert_true(TU_EVENTUALLY(tu_load(&count) == 2, TU_WAIT_BOUND));
+	tu_latch_count_down(&release[1]);
+	assert_int_equal(tpe_wait_idle(p, EV_TIMEOUT), 0);
+	__atomic_store_n(&tpe__per_worker_steal_hook, NULL, __ATOMIC_SEQ_CST);
+	assert_int_equal(tu_load(&count), 2);
+	assert_int_equal(tu_stats(p).completed, 4);
+	assert_int_equal(tpe_destroy(p), 0);
+	for (i = 0; i < 2; i++) {
+		tu_latch_destroy(&started[i]);
+		tu_latch_destroy(&release[i]);
+	}
+	tu_latch_destroy(&hooked);
+	tu_latch_destroy(&go);
+}
+
+/*
  * A watcher's steal that finds nothing after all must leave the thief
  * asleep for tpe_wait_idle: the thief marks itself awake before it takes
  * (Design notes), and when the owner took its tasks first, that mark must
@@ -742,6 +814,8 @@ main(void)
 		    reset_spin),
 		cmocka_unit_test_setup(
 		    test_per_worker_failed_steal_leaves_thief_asleep,
+		    reset_spin),
+		cmocka_unit_test_setup(test_per_worker_rest_stolen_once,
 		    reset_spin),
 		cmocka_unit_test_setup(test_per_worker_futures_and_hooks,
 		    reset_spin),
