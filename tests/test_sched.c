@@ -1309,7 +1309,7 @@ test_sched_task_hooks_see_user_pair(void **state)
 	assert_int_equal(tpe_schedule(p, tally_fn, &d, 0, &fd), 0);
 	/* All four due and in the pool's queue (white-box), behind b. */
 	assert_true(TU_EVENTUALLY(
-	    tpe__sched_pending(tpe__pool_sched_hook(p)) == 0, TU_WAIT_BOUND));
+	    tpe__sched_pending(&p->sched_hook) == 0, TU_WAIT_BOUND));
 	assert_int_equal(tpe_future_cancel(fd), 0);
 	tu_latch_count_down(&release);
 	assert_true(TU_EVENTUALLY(tu_ran(&a) == 1 && tu_ran(&c) == 1 &&

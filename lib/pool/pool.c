@@ -194,6 +194,7 @@ tpe_create(tpe_t **poolp, const tpe_attr_t *attr)
 	pool->tasks.wrap_fn = tpe__sched_task_fn;
 	pool->tasks.wrap_begin = tpe__sched_begin;
 	pool->sched_hook.pool = pool;
+	pool->sched_hook.enter = tpe_execute_wait;
 	pool->sched_hook.discard = pool->attr.discard;
 	pool->sched_hook.discard_ctx = pool->attr.discard_ctx;
 	pool->sched_hook.flags = pool->attr.sched_flags;
@@ -431,13 +432,6 @@ sched_translate_locked(tpe_t *pool, struct tpe__task_list *out)
 	*out = keep;
 	if (out->head == NULL)
 		out->tailp = &out->head;
-}
-
-/* pool->sched_hook, for the public calls of lib/sched. */
-struct tpe__sched_hook *
-tpe__pool_sched_hook(tpe_t *pool)
-{
-	return &pool->sched_hook;
 }
 
 int

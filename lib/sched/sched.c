@@ -17,8 +17,9 @@
  * timer beyond the task's future: the record's fields below (56 bytes on
  * LP64) plus one heap slot (8 bytes; the array doubles, so up to 16).
  *
- * Where a due task goes: tpe_execute_wait(pool, run_task, rec, 0), the
- * pool's own path on every queue kind and engine, which never calls the
+ * Where a due task goes: h->enter(pool, run_task, rec, 0), which is
+ * tpe_execute_wait: the pool's own path on every queue kind and engine
+ * (sched calls nothing of the pool but through its hook), which never calls the
  * rejection policy (so caller-runs never runs user code on this thread).
  * Refused for saturation (or ENOMEM), the record goes back to the heap
  * with its due time and seq, still first, and the timer offers it again
@@ -469,7 +470,7 @@ timer_main(void *arg)
 		s->submitting = true;
 		tpe__mutex_unlock(&s->lock);
 		/* Never the rejection policy, never blocking (tpe.h). */
-		rc = tpe_execute_wait(s->h->pool, run_task, r, 0);
+		rc = s->h->enter(s->h->pool, run_task, r, 0);
 		tpe__mutex_lock(&s->lock);
 		s->submitting = false;
 		tpe__cond_broadcast(&s->idle_cond);
@@ -565,27 +566,15 @@ get_sched(struct tpe__sched_hook *h, struct tpe__sched **sp)
 	return 0;
 }
 
-/*
- * The four public calls: valid says whether their own arguments are; on
- * any error *future (if given) is NULL and nothing was scheduled.
- */
-static int
-schedule(tpe_t *pool, tpe_fn fn, tpe_call_fn call, bool valid, void *arg,
-    int64_t delay_ns, int64_t period, tpe_future_t **future)
+int
+tpe__sched_schedule(struct tpe__sched_hook *h, tpe_fn fn, tpe_call_fn call,
+    void *arg, int64_t delay_ns, int64_t period, tpe_future_t **future)
 {
-	struct tpe__sched_hook *h;
 	struct tpe__sched *s;
 	struct sched_task *r;
 	int64_t now;
 	int rc;
 
-	if (future != NULL)
-		*future = NULL;
-	if (pool == NULL || !valid)
-		return EINVAL;
-	if (tpe_is_shutdown(pool))
-		return ECANCELED;
-	h = tpe__pool_sched_hook(pool);
 	rc = get_sched(h, &s);
 	if (rc != 0)
 		return rc;
@@ -623,37 +612,6 @@ schedule(tpe_t *pool, tpe_fn fn, tpe_call_fn call, bool valid, void *arg,
 	else
 		tpe__future_unref(&r->f);
 	return 0;
-}
-
-int
-tpe_schedule(tpe_t *pool, tpe_fn fn, void *arg, int64_t delay_ns,
-    tpe_future_t **future)
-{
-	return schedule(pool, fn, NULL, fn != NULL, arg, delay_ns, 0, future);
-}
-
-int
-tpe_schedule_call(tpe_t *pool, tpe_call_fn fn, void *arg, int64_t delay_ns,
-    tpe_future_t **future)
-{
-	return schedule(pool, NULL, fn, fn != NULL, arg, delay_ns, 0, future);
-}
-
-int
-tpe_schedule_at_fixed_rate(tpe_t *pool, tpe_fn fn, void *arg,
-    int64_t initial_ns, int64_t period_ns, tpe_future_t **future)
-{
-	return schedule(pool, fn, NULL, fn != NULL && period_ns > 0, arg,
-	    initial_ns, period_ns, future);
-}
-
-int
-tpe_schedule_with_fixed_delay(tpe_t *pool, tpe_fn fn, void *arg,
-    int64_t initial_ns, int64_t delay_ns, tpe_future_t **future)
-{
-	/* The record keeps a fixed delay as a negative period. */
-	return schedule(pool, fn, NULL, fn != NULL && delay_ns > 0, arg,
-	    initial_ns, delay_ns > 0 ? -delay_ns : 0, future);
 }
 
 /* ---- the future's side ------------------------------------------------- */
@@ -900,7 +858,7 @@ tpe__sched_shutdown(struct tpe__sched_hook *h)
 	/* The pool is still RUNNING (the hook comes first). Refused (a
 	 * saturated bounded or hand-off pool): what was left is handed to
 	 * the discard callback (tpe_schedule(3)). */
-	if (gate && tpe_execute_wait(h->pool, gate_task, s, 0) != 0)
+	if (gate && h->enter(h->pool, gate_task, s, 0) != 0)
 		gate_not_run(h, s);
 }
 

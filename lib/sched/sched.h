@@ -27,7 +27,10 @@ struct tpe__sched_hook {
 	struct tpe__sched *s;     /* A: NULL until the first schedule or
 				   * shutdown (CAS), then fixed until
 				   * tpe__sched_destroy (sched.c) */
-	tpe_t *pool;              /* I: for tpe_execute_wait, tpe_is_shutdown */
+	tpe_t *pool;              /* I: only passed to enter */
+	/* I: how a due task enters the pool: tpe_execute_wait (its rules:
+	 * never the rejection policy, 0 waits for no room) */
+	int (*enter)(tpe_t *pool, tpe_fn fn, void *arg, int64_t timeout_ns);
 	tpe_handback_fn discard;  /* I: the pool's discard callback */
 	void *discard_ctx;        /* I */
 	unsigned flags;           /* I: TPE_SCHED_* */
@@ -83,7 +86,16 @@ void tpe__sched_discard(tpe_fn fn, void *arg, void *ctx);
 extern const tpe_fn tpe__sched_task_fn;
 bool tpe__sched_begin(void *arg, tpe_fn *fn, void **user_arg);
 
-/* pool.c's accessor for the public calls in sched.c. */
-struct tpe__sched_hook *tpe__pool_sched_hook(tpe_t *pool);
+/*
+ * The work of the four public calls (lib/pool/schedule.c checks the pool,
+ * the arguments and the pool's state first): schedules fn (or call) on
+ * arg after delay_ns, with period (> 0 fixed rate, < 0 fixed delay, 0 a
+ * one-shot). 0, or ECANCELED (shut down), ENOMEM, EAGAIN (no timer
+ * thread); on error *future (if given) is left alone and nothing was
+ * scheduled.
+ */
+int tpe__sched_schedule(struct tpe__sched_hook *h, tpe_fn fn,
+    tpe_call_fn call, void *arg, int64_t delay_ns, int64_t period,
+    tpe_future_t **future);
 
 #endif /* TPE_SCHED_H */
