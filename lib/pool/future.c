@@ -144,23 +144,33 @@ tpe_future_get(tpe_future_t *f, int64_t timeout_ns, void **result)
 int
 tpe_future_cancel(tpe_future_t *f)
 {
+	const struct tpe__future_sched *ops;
+
 	if (f == NULL)
 		return EINVAL;
 	if (!tpe__future_cancel(f))
 		return EBUSY;
 	/* A scheduled task leaves its timer (REMOVE_ON_CANCEL, shutdown); a
 	 * periodic one that runs now finishes this run and starts no other. */
-	if (f->sched != NULL)
-		f->sched->on_cancel(f);
+	/* Acquire: pairs with lib/sched's stores of f->sched. */
+	ops = __atomic_load_n(&f->sched, __ATOMIC_ACQUIRE);
+	if (ops != NULL)
+		ops->on_cancel(f);
 	return 0;
 }
 
 int
 tpe_future_get_delay(const tpe_future_t *f, int64_t *delay_ns)
 {
-	if (f == NULL || delay_ns == NULL || f->sched == NULL)
+	const struct tpe__future_sched *ops;
+
+	if (f == NULL || delay_ns == NULL)
 		return EINVAL;
-	*delay_ns = f->sched->get_delay(f);
+	/* Acquire: pairs with lib/sched's stores of f->sched. */
+	ops = __atomic_load_n(&f->sched, __ATOMIC_ACQUIRE);
+	if (ops == NULL)
+		return EINVAL;
+	*delay_ns = ops->get_delay(f);
 	return 0;
 }
 

@@ -57,7 +57,10 @@ struct tpe_future {
 	void *arg;        /* I */
 	unsigned refs;    /* A: atomic */
 	unsigned fork_gen; /* I: tpe__fork_generation at creation */
-	const struct tpe__future_sched *sched; /* I: NULL unless tpe_schedule* */
+	const struct tpe__future_sched *sched; /* A: NULL unless tpe_schedule*,
+				 * then lib/sched's, which it may swap for
+				 * another (a release store; future.c's
+				 * loads acquire) */
 };
 
 /* A new future with two references (the caller's and the pool's). */

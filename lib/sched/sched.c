@@ -14,7 +14,7 @@
  * for equal due times through seq, 8 bytes of array per pending task, and
  * removal by index; a wheel's O(1) would need a tick or a cascade and
  * cannot order equal due times without extra work. Memory per pending
- * timer beyond the task's future: the record's fields below (56 bytes on
+ * timer beyond the task's future: the record's fields below (48 bytes on
  * LP64) plus one heap slot (8 bytes; the array doubles, so up to 16).
  *
  * Where a due task goes: h->enter(pool, run_task, rec, 0), which is
@@ -56,6 +56,7 @@
  * it). Legend: base/sync.h; "S" below means s->lock.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -77,12 +78,13 @@ struct sched_task {
 	int64_t period;        /* I: > 0 fixed rate, < 0 fixed delay, 0 once */
 	uint64_t seq;          /* S: FIFO among equal due times */
 	size_t idx;            /* S: heap index, or NOT_IN_HEAP */
-	struct tpe__sched *s;  /* A: set at schedule; NULL once the scheduler
-				* let go of the record (release_record), so a
-				* later cancel never touches a freed scheduler */
+	/* The scheduler is f.sched's: &s->fops while it holds the record,
+	 * &released_ops once it let go (release_record), so that a later
+	 * cancel never touches a freed scheduler (rec_sched). */
 };
 
 struct tpe__sched {
+	struct tpe__future_sched fops; /* I: its records' f.sched */
 	struct tpe__mutex lock;
 	pthread_cond_t timer_cond;   /* the timer thread waits here */
 	pthread_cond_t gate_cond;    /* the gate waits here */
@@ -102,7 +104,7 @@ struct tpe__sched {
 	unsigned fork_gen;           /* I */
 };
 
-static const struct tpe__future_sched sched_future_ops;
+static const struct tpe__future_sched sched_future_ops, released_ops;
 static struct tpe__sched closed_sched; /* only its address is used */
 static struct tpe__sched *hook_sched(const struct tpe__sched_hook *h);
 
@@ -251,12 +253,34 @@ periodic_stopped(const struct tpe__sched *s)
 
 /* ---- a record's end ---------------------------------------------------- */
 
-/* Drops the scheduler's reference to r (r->s cleared first). */
+/* r's scheduler, or NULL once it let go of r (release_record). */
+static struct tpe__sched *
+rec_sched(const struct sched_task *r)
+{
+	/* Acquire: pairs with the release stores in schedule and
+	 * release_record. */
+	const struct tpe__future_sched *o = __atomic_load_n(&r->f.sched,
+	    __ATOMIC_ACQUIRE);
+
+	if (o == &released_ops)
+		return NULL;
+	return (struct tpe__sched *)(void *)((char *)(uintptr_t)o -
+	    offsetof(struct tpe__sched, fops));
+}
+
+/* Marks r let go by its scheduler: a cancel from now on touches only r. */
+static void
+let_go(struct sched_task *r)
+{
+	/* Release: pairs with rec_sched and future.c's loads. */
+	__atomic_store_n(&r->f.sched, &released_ops, __ATOMIC_RELEASE);
+}
+
+/* Drops the scheduler's reference to r (let go first). */
 static void
 release_record(struct sched_task *r)
 {
-	/* Pairs with the acquire load in on_cancel. */
-	__atomic_store_n(&r->s, NULL, __ATOMIC_RELEASE);
+	let_go(r);
 	tpe__future_unref(&r->f);
 }
 
@@ -285,7 +309,7 @@ finish(struct sched_task *r, tpe_handback_fn cb, void *ctx)
 static bool
 discard(struct sched_task *r)
 {
-	const struct tpe__sched_hook *h = r->s->h;
+	const struct tpe__sched_hook *h = rec_sched(r)->h;
 
 	return finish(r, h->discard, h->discard_ctx);
 }
@@ -361,7 +385,7 @@ tpe__sched_begin(void *arg, tpe_fn *fn, void **user_arg)
 	struct sched_task *r = arg;
 
 	if (r->period == 0 ? !tpe__future_start(&r->f) :
-	    !tpe__future_is_new(&r->f) || periodic_stopped(r->s))
+	    !tpe__future_is_new(&r->f) || periodic_stopped(rec_sched(r)))
 		return false; /* run_task hands it back */
 	tls_begun = r;
 	*fn = r->fn;
@@ -374,7 +398,7 @@ static void
 run_task(void *arg)
 {
 	struct sched_task *r = arg;
-	struct tpe__sched *s = r->s;
+	struct tpe__sched *s = rec_sched(r);
 	unsigned gen = tpe__fork_gen();
 	bool again, become_gate = false;
 	/* Decided by tpe__sched_begin (the hooks ran): it runs. */
@@ -545,6 +569,7 @@ get_sched(struct tpe__sched_hook *h, struct tpe__sched **sp)
 	tpe__cond_init(&s->timer_cond);
 	tpe__cond_init(&s->gate_cond);
 	tpe__cond_init(&s->idle_cond);
+	s->fops = sched_future_ops;
 	s->h = h;
 	s->fork_gen = tpe__fork_gen();
 	rc = heap_reserve_locked(s); /* not shared yet */
@@ -585,11 +610,10 @@ tpe__sched_schedule(struct tpe__sched_hook *h, tpe_fn fn, tpe_call_fn call,
 	 * tpe_submit's; a plain task's runs run_plain on the record. */
 	tpe__future_init(&r->f, call != NULL ? call : run_plain,
 	    call != NULL ? arg : (void *)r);
-	r->f.sched = &sched_future_ops;
+	r->f.sched = &s->fops; /* not shared yet */
 	r->fn = fn;
 	r->arg = arg;
 	r->period = period;
-	r->s = s;
 	r->idx = NOT_IN_HEAP;
 	now = tpe__now_ns();
 	r->due = delay_ns <= 0 ? now : add_sat(now, delay_ns);
@@ -622,10 +646,10 @@ static void
 on_cancel(struct tpe_future *f)
 {
 	struct sched_task *r = (struct sched_task *)f;
-	/* Pairs with release_record: NULL once the scheduler let go of r
-	 * (it ran, was handed back, or the pool is gone). A cancel racing
-	 * tpe_destroy of the pool is not supported (tpe_schedule(3)). */
-	struct tpe__sched *s = __atomic_load_n(&r->s, __ATOMIC_ACQUIRE);
+	/* NULL once the scheduler let go of r (it ran, was handed back, or
+	 * the pool is gone). A cancel racing tpe_destroy of the pool is not
+	 * supported (tpe_schedule(3)). */
+	struct tpe__sched *s = rec_sched(r);
 	bool removed = false;
 
 	if (s == NULL || tpe__forked_since(s->fork_gen))
@@ -662,6 +686,18 @@ get_delay(const struct tpe_future *f)
 
 static const struct tpe__future_sched sched_future_ops = {
 	.on_cancel = on_cancel,
+	.get_delay = get_delay,
+};
+
+/* A record its scheduler let go of: a cancel has nothing to remove. */
+static void
+on_cancel_released(struct tpe_future *f)
+{
+	(void)f;
+}
+
+static const struct tpe__future_sched released_ops = {
+	.on_cancel = on_cancel_released,
 	.get_delay = get_delay,
 };
 
@@ -951,7 +987,7 @@ tpe__sched_destroy(struct tpe__sched_hook *h)
 		/* The child: the timer thread is not here, the locks may be
 		 * held by parent threads; only memory is freed. */
 		for (i = 0; i < s->n; i++)
-			tpe__future_unref(&s->heap[i]->f);
+			release_record(s->heap[i]);
 		sched_free(s);
 		return;
 	}
