@@ -58,6 +58,7 @@
 #endif
 
 #include "tpe.h"
+#include "java_child.h"
 
 #define HOUR_MS (3600LL * 1000)
 #define MIN_FAR_MS (60LL * 1000)
@@ -541,6 +542,31 @@ tfd_late(double *p50, double *p99)
 
 static char java_version[64];
 
+/* What run_java's lines fill: v[k0][run] and v[k0 + 1][run]. */
+struct java_read {
+	struct peer *pe;
+	int k0, got;
+};
+
+static void
+java_line(char *line, void *ctx)
+{
+	struct java_read *jr = ctx;
+	struct peer *pe = jr->pe;
+
+	if (strncmp(line, "version ", 8) == 0) {
+		snprintf(java_version, sizeof(java_version), "%s", line + 8);
+	} else if (strncmp(line, "run ", 4) == 0 && jr->got < P.runs) {
+		char *end;
+
+		pe->v[jr->k0][jr->got] = strtod(line + 4, &end);
+		pe->v[jr->k0 + 1][jr->got] = strtod(end, NULL);
+		jr->got++;
+	} else if (strncmp(line, "error ", 6) == 0) {
+		snprintf(pe->err, sizeof(pe->err), "%s", line + 6);
+	}
+}
+
 /*
  * Runs SchedBench.java with args; each "run a b" line fills v[k0][run],
  * v[k0 + 1][run]. Returns the number of runs read.
@@ -548,77 +574,11 @@ static char java_version[64];
 static int
 run_java(struct peer *pe, int k0, char *const argv[])
 {
-	char buf[8192], *line, *next;
-	size_t used = 0;
-	int fds[2], got = 0, st;
-	int64_t deadline;
-	pid_t pid;
-	ssize_t n;
+	struct java_read jr = { pe, k0, 0 };
 
-	if (pipe(fds) != 0)
-		return 0;
-	fflush(NULL);
-	pid = fork();
-	if (pid < 0) {
-		close(fds[0]);
-		close(fds[1]);
-		return 0;
-	}
-	if (pid == 0) {
-		close(fds[0]);
-		dup2(fds[1], STDOUT_FILENO);
-		close(fds[1]);
-		execvp(P.java, argv);
-		printf("error cannot run %s: %s\n", P.java, strerror(errno));
-		fflush(stdout);
-		_exit(127);
-	}
-	close(fds[1]);
-	deadline = now_ns() + (int64_t)P.timeout_s * 1000000000;
-	for (;;) {
-		struct pollfd pfd = { fds[0], POLLIN, 0 };
-		int64_t left = deadline - now_ns();
-
-		if (left <= 0) {
-			snprintf(pe->err, sizeof(pe->err),
-			    "no answer in time (killed)");
-			kill(pid, SIGKILL);
-			break;
-		}
-		if (poll(&pfd, 1, (int)(left / 1000000) + 1) <= 0)
-			continue;
-		n = read(fds[0], buf + used, sizeof(buf) - 1 - used);
-		if (n <= 0)
-			break;
-		used += (size_t)n;
-		buf[used] = '\0';
-		line = buf;
-		while ((next = strchr(line, '\n')) != NULL) {
-			*next = '\0';
-			if (strncmp(line, "version ", 8) == 0) {
-				snprintf(java_version, sizeof(java_version),
-				    "%s", line + 8);
-			} else if (strncmp(line, "run ", 4) == 0 &&
-			    got < P.runs) {
-				char *end;
-
-				pe->v[k0][got] = strtod(line + 4, &end);
-				pe->v[k0 + 1][got] = strtod(end, NULL);
-				got++;
-			} else if (strncmp(line, "error ", 6) == 0) {
-				snprintf(pe->err, sizeof(pe->err), "%s",
-				    line + 6);
-			}
-			line = next + 1;
-		}
-		used = strlen(line);
-		memmove(buf, line, used + 1);
-		if (used >= sizeof(buf) - 1)
-			used = 0;
-	}
-	close(fds[0]);
-	waitpid(pid, &st, 0);
-	return got;
+	(void)java_child_run(argv, (int64_t)P.timeout_s * 1000000000,
+	    java_line, &jr, pe->err, sizeof(pe->err));
+	return jr.got;
 }
 
 static void

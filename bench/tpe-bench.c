@@ -70,6 +70,7 @@
 #include <tpe.h>
 #endif
 
+#include "java_child.h"
 #include "peer.h"
 
 #define MAX_METRICS 4
@@ -1240,6 +1241,41 @@ run_c(const struct scenario *sc, const struct peer *p, struct run_out *o,
 
 static char java_version[64];
 
+/* What run_java's lines fill. */
+struct java_read {
+	const struct scenario *sc;
+	struct run_out *o;
+	int runs, got;
+	char *err;
+	size_t errlen;
+};
+
+static void
+java_line(char *line, void *ctx)
+{
+	struct java_read *jr = ctx;
+	int k;
+
+	if (strncmp(line, "version ", 8) == 0) {
+		snprintf(java_version, sizeof(java_version), "%s", line + 8);
+	} else if (strncmp(line, "run ", 4) == 0 && jr->got < jr->runs) {
+		struct run_out *o = &jr->o[jr->got];
+		char *p = line + 4, *end;
+
+		memset(o, 0, sizeof(*o));
+		for (k = 0; k < jr->sc->nmetrics; k++) {
+			o->v[k] = strtod(p, &end);
+			p = end;
+		}
+		jr->got++;
+	} else if (strncmp(line, "note ", 5) == 0 && jr->got > 0) {
+		snprintf(jr->o[jr->got - 1].note, sizeof(jr->o[0].note), "%s",
+		    line + 5);
+	} else if (strncmp(line, "error ", 6) == 0) {
+		snprintf(jr->err, jr->errlen, "%s", line + 6);
+	}
+}
+
 /*
  * runs runs of one (scenario, Java pool) in one JVM. TpeBench prints
  * "version V", then one "run v0 v1 ..." line per run, "note TEXT" or
@@ -1250,13 +1286,13 @@ run_java(const struct scenario *sc, const struct peer_entry *pe,
     struct run_out *o, int runs, char *err, size_t errlen)
 {
 	char a_runs[24], a_n[24], a_sub[24], a_gap[24], a_cap[24], a_w[24];
-	char buf[8192], *line, *next;
-	size_t used = 0;
-	int fds[2], got = 0, k;
-	int64_t deadline;
+	char o_cp[] = "-cp", o_cls[] = "TpeBench";
+	char *argv[] = { (char *)P.java, o_cp, (char *)P.java_dir, o_cls,
+	    (char *)pe->java, (char *)sc->java, a_runs, a_n, a_sub, a_gap,
+	    a_cap, a_w, NULL };
+	struct java_read jr = { sc, o, runs, 0, err, errlen };
 	long count;
-	pid_t pid;
-	ssize_t n;
+	int st;
 
 	count = strcmp(sc->java, "latency") == 0 ? P.lat_samples : P.tiny_tasks;
 	snprintf(a_runs, sizeof(a_runs), "%d", runs);
@@ -1265,83 +1301,14 @@ run_java(const struct scenario *sc, const struct peer_entry *pe,
 	snprintf(a_gap, sizeof(a_gap), "%ld", P.lat_gap_ns);
 	snprintf(a_cap, sizeof(a_cap), "%d", P.tiny_cap_s);
 	snprintf(a_w, sizeof(a_w), "%d", P.workers);
-	if (pipe(fds) != 0) {
-		errf(err, errlen, "pipe", errno);
-		return 0;
-	}
-	fflush(NULL);
-	pid = fork();
-	if (pid < 0) {
-		errf(err, errlen, "fork", errno);
-		close(fds[0]);
-		close(fds[1]);
-		return 0;
-	}
-	if (pid == 0) {
-		close(fds[0]);
-		dup2(fds[1], STDOUT_FILENO);
-		close(fds[1]);
-		execlp(P.java, P.java, "-cp", P.java_dir, "TpeBench", pe->java,
-		    sc->java, a_runs, a_n, a_sub, a_gap, a_cap, a_w,
-		    (char *)NULL);
-		printf("error cannot run %s: %s\n", P.java, strerror(errno));
-		fflush(stdout);
-		_exit(127);
-	}
-	close(fds[1]);
-	deadline = now_ns() + (int64_t)P.timeout_s * runs * 1000000000;
 	err[0] = '\0';
-	for (;;) {
-		struct pollfd pfd = { fds[0], POLLIN, 0 };
-		int64_t left = deadline - now_ns();
-
-		if (left <= 0) {
-			snprintf(err, errlen, "no answer in time (killed)");
-			kill(pid, SIGKILL);
-			break;
-		}
-		if (poll(&pfd, 1, (int)(left / 1000000) + 1) <= 0)
-			continue;
-		n = read(fds[0], buf + used, sizeof(buf) - 1 - used);
-		if (n <= 0)
-			break;
-		used += (size_t)n;
-		buf[used] = '\0';
-		/* Parse complete lines. */
-		line = buf;
-		while ((next = strchr(line, '\n')) != NULL) {
-			*next = '\0';
-			if (strncmp(line, "version ", 8) == 0) {
-				snprintf(java_version, sizeof(java_version),
-				    "%s", line + 8);
-			} else if (strncmp(line, "run ", 4) == 0 && got < runs) {
-				char *p = line + 4, *end;
-
-				memset(&o[got], 0, sizeof(o[got]));
-				for (k = 0; k < sc->nmetrics; k++) {
-					o[got].v[k] = strtod(p, &end);
-					p = end;
-				}
-				got++;
-			} else if (strncmp(line, "note ", 5) == 0 && got > 0) {
-				snprintf(o[got - 1].note,
-				    sizeof(o[got - 1].note), "%s", line + 5);
-			} else if (strncmp(line, "error ", 6) == 0) {
-				snprintf(err, errlen, "%s", line + 6);
-			}
-			line = next + 1;
-		}
-		used = strlen(line);
-		memmove(buf, line, used + 1);
-		if (used >= sizeof(buf) - 1)
-			used = 0; /* an overlong line: drop it */
-	}
-	close(fds[0]);
-	waitpid(pid, &k, 0);
-	if (got == 0 && err[0] == '\0')
+	st = java_child_run(argv, (int64_t)P.timeout_s * runs * 1000000000,
+	    java_line, &jr, err, errlen);
+	if (jr.got == 0 && err[0] == '\0')
 		snprintf(err, errlen, "the JVM exited without a result "
-		    "(status %d)", WIFEXITED(k) ? WEXITSTATUS(k) : -1);
-	return got;
+		    "(status %d)", st >= 0 && WIFEXITED(st) ?
+		    WEXITSTATUS(st) : -1);
+	return jr.got;
 }
 
 /* ---- statistics and the table --------------------------------------- */
