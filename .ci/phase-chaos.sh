@@ -21,29 +21,9 @@ build=_build-chaos
 chaos_seconds=${CHAOS_SECONDS:-30}
 chaos_coop_seconds=${CHAOS_COOP_SECONDS:-15}
 long_run_tasks=${LONG_RUN_TASKS:-1000000}
-pass=0
-fail=0
-start=$(date +%s)
+ci_phase=chaos
 
 ci_need gcc make util-linux procps
-
-check() {
-	local name=$1 status=$2
-	if ((status == 0)); then
-		pass=$((pass + 1))
-		echo "== chaos: PASS: $name"
-	else
-		fail=$((fail + 1))
-		echo "== chaos: FAIL: $name (status $status)"
-	fi
-}
-
-finish() {
-	echo "== chaos: phase took $(($(date +%s) - start)) s"
-	echo "$pass passed, $fail failed"
-	((fail == 0))
-	exit
-}
 
 # A sanitized program may need address randomisation off (see .ci/run).
 prefix=""
@@ -59,14 +39,14 @@ if [[ -f _build-asan/Makefile ]]; then
 	echo "== chaos: reusing $build"
 else
 	echo "== chaos: configure --enable-sanitizers=address,undefined"
-	src=$(ci_srcdir chaos) || { check "bootstrap" 1; finish; }
+	src=$(ci_srcdir chaos) || { ci_check "bootstrap" 1; ci_finish; }
 	rm -rf "$build"
 	mkdir -p "$build"
 	if ! (cd "$build" && "$src/configure" --enable-sanitizers=address,undefined) \
 	    >"$build.configure.log" 2>&1; then
 		tail -n 40 "$build.configure.log"
-		check "configure" 1
-		finish
+		ci_check "configure" 1
+		ci_finish
 	fi
 	rm -f "$build.configure.log"
 fi
@@ -74,8 +54,8 @@ echo "== chaos: make tests/chaos tests/chaos_coop tests/long_run tests/limits"
 if ! make -C "$build" tests/chaos tests/chaos_coop tests/long_run tests/limits \
     >"$build/make.log" 2>&1; then
 	tail -n 60 "$build/make.log"
-	check "build" 1
-	finish
+	ci_check "build" 1
+	ci_finish
 fi
 
 export ASAN_OPTIONS="abort_on_error=0:detect_leaks=1:${ASAN_OPTIONS-}"
@@ -85,20 +65,20 @@ echo "== chaos: tests/chaos $chaos_seconds (ASan+UBSan)"
 # shellcheck disable=SC2086 # the prefix is words
 timeout -k 10 $((chaos_seconds + 120)) $prefix "$build/tests/chaos" \
     "$chaos_seconds"
-check "chaos stress, $chaos_seconds s (ASan+UBSan)" $?
+ci_check "chaos stress, $chaos_seconds s (ASan+UBSan)" $?
 
 echo "== chaos: tests/chaos_coop $chaos_coop_seconds (ASan+UBSan)"
 # shellcheck disable=SC2086 # the prefix is words
 timeout -k 10 $((chaos_coop_seconds + 120)) $prefix \
     "$build/tests/chaos_coop" "$chaos_coop_seconds"
-check "tasklet and thpool chaos, $chaos_coop_seconds s (ASan+UBSan)" $?
+ci_check "tasklet and thpool chaos, $chaos_coop_seconds s (ASan+UBSan)" $?
 
 echo "== chaos: tests/long_run $long_run_tasks (ASan+UBSan; make check-stress: 10^7)"
 # ASan's quarantine of freed memory would count as growth: keep it small.
 # shellcheck disable=SC2086
 ASAN_OPTIONS="quarantine_size_mb=4:$ASAN_OPTIONS" \
     timeout -k 10 300 $prefix "$build/tests/long_run" "$long_run_tasks"
-check "long run, $long_run_tasks tasks (ASan+UBSan)" $?
+ci_check "long run, $long_run_tasks tasks (ASan+UBSan)" $?
 
 # The limits program once more, uninstrumented: RLIMIT_AS cannot hold a
 # sanitizer's shadow memory. Compiled here in one command, against the
@@ -115,15 +95,15 @@ then
 	    tail -n 1)
 	if [[ -n $line ]]; then
 		read -r p _ f _ <<<"$line"
-		pass=$((pass + p))
-		fail=$((fail + f))
+		ci_pass=$((ci_pass + p))
+		ci_fail=$((ci_fail + f))
 		echo "== chaos: limits: $p passed, $f failed"
 	else
-		check "limits" $((status == 0 ? 1 : status))
+		ci_check "limits" $((status == 0 ? 1 : status))
 	fi
 else
 	cat "$build/plain.log"
-	check "limits build" 1
+	ci_check "limits build" 1
 fi
 
 # Both chaos stresses once more under ThreadSanitizer, bounded
@@ -141,7 +121,7 @@ if [[ ! -f $tsan/Makefile ]]; then
 	if ! (cd "$tsan" && ../configure --enable-sanitizers=thread) \
 	    >"$tsan.configure.log" 2>&1; then
 		tail -n 40 "$tsan.configure.log"
-		check "configure (TSan)" 1
+		ci_check "configure (TSan)" 1
 		tsan_ok=no
 	fi
 fi
@@ -149,7 +129,7 @@ if [[ $tsan_ok == yes ]] &&
     ! make -C "$tsan" tests/chaos tests/chaos_coop >"$tsan/make-chaos.log" 2>&1
 then
 	tail -n 60 "$tsan/make-chaos.log"
-	check "build (TSan)" 1
+	ci_check "build (TSan)" 1
 	tsan_ok=no
 fi
 if [[ $tsan_ok == yes ]]; then
@@ -158,10 +138,10 @@ if [[ $tsan_ok == yes ]]; then
 	# shellcheck disable=SC2086 # the prefix is words
 	timeout -k 10 $((tsan_seconds + 180)) $prefix "$tsan/tests/chaos" \
 	    "$tsan_seconds"
-	check "chaos stress, $tsan_seconds s (TSan)" $?
+	ci_check "chaos stress, $tsan_seconds s (TSan)" $?
 	echo "== chaos: tests/chaos_coop 10 (TSan)"
 	# shellcheck disable=SC2086 # the prefix is words
 	timeout -k 10 190 $prefix "$tsan/tests/chaos_coop" 10
-	check "tasklet chaos stress, 10 s (TSan)" $?
+	ci_check "tasklet chaos stress, 10 s (TSan)" $?
 fi
-finish
+ci_finish
