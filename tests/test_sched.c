@@ -1209,6 +1209,125 @@ test_sched_first_schedule_races_shutdown(void **state)
 }
 
 /*
+ * A cancelled task the timer finds first in line is handed back by the
+ * timer thread; tpe_shutdown waits for that hand-back, so that once the
+ * pool has terminated every scheduled task has run or come back (before,
+ * tpe_await_termination could return while the timer was still in the
+ * discard callback: the fuzzer saw a task neither run nor handed back).
+ * Built: the pool is saturated so the timer holds the due task A in its
+ * retry loop; A is cancelled; the timer's next look hands it to a discard
+ * callback that blocks; then a thread shuts the pool down and awaits its
+ * termination, and must still be inside tpe_shutdown (the hook's timed
+ * wait) when the callback is released.
+ */
+static struct tu_latch *held_cb_entered, *held_cb_release;
+static int held_cb_handed; /* atomic */
+
+static void
+held_discard(tpe_fn fn, void *arg, void *ctx)
+{
+	(void)fn;
+	(void)arg;
+	(void)ctx;
+	tu_latch_count_down(held_cb_entered);
+	tu_latch_wait(held_cb_release);
+	__atomic_add_fetch(&held_cb_handed, 1, __ATOMIC_SEQ_CST);
+}
+
+struct shutter {
+	tpe_t *pool;
+	long tid;            /* atomic */
+	int shut_returned;   /* atomic */
+	int done;            /* atomic */
+	int handed_at_end;   /* held_cb_handed when termination was seen */
+};
+
+static void *
+shutter_main(void *arg)
+{
+	struct shutter *sh = arg;
+
+	__atomic_store_n(&sh->tid, (long)syscall(SYS_gettid), __ATOMIC_SEQ_CST);
+	(void)tpe_shutdown(sh->pool);
+	__atomic_store_n(&sh->shut_returned, 1, __ATOMIC_SEQ_CST);
+	if (tpe_await_termination(sh->pool, 30 * TU_S) == 0)
+		sh->handed_at_end = __atomic_load_n(&held_cb_handed,
+		    __ATOMIC_SEQ_CST);
+	else
+		sh->handed_at_end = -1;
+	__atomic_store_n(&sh->done, 1, __ATOMIC_SEQ_CST);
+	return NULL;
+}
+
+static bool
+shutter_waits_or_done(struct shutter *sh)
+{
+	long tid = __atomic_load_n(&sh->tid, __ATOMIC_SEQ_CST);
+	int kind;
+
+	if (__atomic_load_n(&sh->done, __ATOMIC_SEQ_CST))
+		return true;
+	if (tid == 0 || __atomic_load_n(&sh->shut_returned, __ATOMIC_SEQ_CST))
+		return false;
+	kind = tu_thread_wait_kind(tid);
+	return kind == TU_WAIT_TIMED || kind == TU_WAIT_UNKNOWN;
+}
+
+static void
+test_sched_shutdown_waits_for_timer_hand_back(void **state)
+{
+	struct tu_latch started, release, entered, cb_release;
+	struct tu_blocker b = { &started, &release, NULL, 0 };
+	struct shutter sh = { 0 };
+	struct tally a;
+	tpe_future_t *fa;
+	pthread_t th;
+	int filler = 0;
+	tpe_attr_t *at;
+	tpe_t *p;
+
+	(void)state;
+	memset(&a, 0, sizeof(a));
+	tu_latch_init(&started, 1);
+	tu_latch_init(&release, 1);
+	tu_latch_init(&entered, 1);
+	tu_latch_init(&cb_release, 1);
+	held_cb_entered = &entered;
+	held_cb_release = &cb_release;
+	__atomic_store_n(&held_cb_handed, 0, __ATOMIC_SEQ_CST);
+	assert_int_equal(tpe_attr_create(&at), 0);
+	assert_int_equal(tpe_attr_set_pool_size(at, 1, 1), 0);
+	assert_int_equal(tpe_attr_set_queue(at, TPE_QUEUE_BOUNDED, 1), 0);
+	assert_int_equal(tpe_attr_set_discard_callback(at, held_discard, NULL),
+	    0);
+	assert_int_equal(tpe_create(&p, at), 0);
+	tpe_attr_destroy(at);
+	assert_int_equal(tpe_execute(p, tu_blocker_fn, &b), 0);
+	tu_latch_wait(&started);
+	assert_int_equal(tpe_execute(p, tu_count_fn, &filler), 0);
+	/* Due now; the full pool refuses it, so the timer keeps it. */
+	assert_int_equal(tpe_schedule(p, tally_fn, &a, 0, &fa), 0);
+	assert_int_equal(tpe_future_cancel(fa), 0);
+	/* The timer's next look (1 ms on) hands it back and blocks there. */
+	assert_true(tu_latch_wait_for(&entered, TU_WAIT_BOUND));
+	sh.pool = p;
+	assert_int_equal(pthread_create(&th, NULL, shutter_main, &sh), 0);
+	tu_latch_count_down(&release); /* the pool itself can now finish */
+	assert_true(TU_EVENTUALLY(shutter_waits_or_done(&sh), TU_WAIT_BOUND));
+	tu_latch_count_down(&cb_release);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(sh.handed_at_end, 1);
+	assert_int_equal(tu_ran(&a), 0);
+	assert_int_equal(filler, 1);
+	tpe_future_release(fa);
+	assert_int_equal(tpe_destroy(p), 0);
+	tu_latch_destroy(&started);
+	tu_latch_destroy(&release);
+	tu_latch_destroy(&entered);
+	tu_latch_destroy(&cb_release);
+}
+
+/*
  * The task hooks around scheduled tasks see the user's pair, as around
  * tpe_execute and tpe_submit tasks (fn NULL for a tpe_schedule_call task),
  * never the scheduler's own; and a one-shot cancelled while it waited in
@@ -1406,6 +1525,7 @@ main(void)
 		cmocka_unit_test(test_sched_first_schedule_races_shutdown),
 		cmocka_unit_test(test_sched_malloc_and_thread_failures),
 		cmocka_unit_test(test_sched_task_hooks_see_user_pair),
+		cmocka_unit_test(test_sched_shutdown_waits_for_timer_hand_back),
 		cmocka_unit_test(test_sched_fork_child),
 	};
 

@@ -45,7 +45,7 @@
  * (its timer thread with it) unless a shutdown came first (close_hook:
  * then the pool never gets one); tpe_shutdown's hook sets `shutdown` (under
  * s->lock, before the pool leaves RUNNING) and waits until the timer is
- * not submitting, then the timer thread leaves its loop; what still must
+ * not busy, then the timer thread leaves its loop; what still must
  * run is run by a gate task on one worker of the pool (Java's workers
  * waiting on the delay queue after shutdown), one at a time, which keeps
  * the pool from terminating until nothing is left. tpe_shutdown_now's
@@ -88,7 +88,7 @@ struct tpe__sched {
 	struct tpe__mutex lock;
 	pthread_cond_t timer_cond;   /* the timer thread waits here */
 	pthread_cond_t gate_cond;    /* the gate waits here */
-	pthread_cond_t idle_cond;    /* the shutdown hook waits for !submitting */
+	pthread_cond_t idle_cond;    /* the shutdown hooks wait for !busy */
 	struct sched_task **heap;    /* S */
 	size_t n, cap;               /* S */
 	uint64_t next_seq;           /* S */
@@ -96,7 +96,10 @@ struct tpe__sched {
 				      * leaves; read by run_task without S */
 	bool stop;                   /* S, A: shutdown_now: nothing runs any
 				      * more; read by run_task without S */
-	bool submitting;             /* S: the timer is in tpe_execute_wait */
+	bool busy;                   /* S: the timer holds a record outside
+				      * S: entering the pool, or handing it
+				      * back (the shutdown hooks wait, so
+				      * that the pool terminates after) */
 	bool gate_active;            /* S: a gate is queued or running */
 	bool quit;                   /* S: the timer thread must leave */
 	pthread_t thread;            /* I */
@@ -162,10 +165,10 @@ heap_reserve_locked(struct tpe__sched *s)
 	struct sched_task **nh;
 	size_t cap;
 
-	/* Room for one more besides the record the timer is submitting,
+	/* Room for one more besides the record the timer holds (busy),
 	 * out of the heap meanwhile: a refused one goes back in, and a
 	 * schedule made in between must not have taken its place. */
-	if (s->n + (s->submitting ? 1 : 0) < s->cap)
+	if (s->n + (s->busy ? 1 : 0) < s->cap)
 		return 0;
 	cap = s->cap == 0 ? 16 : s->cap * 2;
 	nh = realloc(s->heap, cap * sizeof(*nh));
@@ -458,6 +461,37 @@ run_task(void *arg)
 
 /* ---- the timer thread -------------------------------------------------- */
 
+/* A shutdown hook waits until the timer holds no record (S held); not on
+ * the timer thread itself (a discard callback that shuts the pool down). */
+static void
+wait_not_busy_locked(struct tpe__sched *s)
+{
+	TPE__ASSERT_HELD(&s->lock);
+	if (pthread_equal(pthread_self(), s->thread))
+		return;
+	while (s->busy)
+		tpe__cond_wait_until(&s->idle_cond, &s->lock, INT64_MAX);
+}
+
+/*
+ * The timer hands r (out of the heap) back through the discard callback,
+ * S dropped meanwhile and `busy` set: a shutdown hook waits for it, so
+ * that no hand-back runs after the pool has terminated. S held on entry
+ * and, when it returns true, on return; false: forked in the callback.
+ */
+static bool
+hand_back_busy_locked(struct tpe__sched *s, struct sched_task *r)
+{
+	s->busy = true;
+	tpe__mutex_unlock(&s->lock);
+	if (!discard(r))
+		return false;
+	tpe__mutex_lock(&s->lock);
+	s->busy = false;
+	tpe__cond_broadcast(&s->idle_cond);
+	return true;
+}
+
 static void *
 timer_main(void *arg)
 {
@@ -478,10 +512,8 @@ timer_main(void *arg)
 		r = s->heap[0];
 		if (!tpe__future_is_new(&r->f)) {
 			heap_remove_locked(s, r);
-			tpe__mutex_unlock(&s->lock);
-			if (!discard(r))
+			if (!hand_back_busy_locked(s, r))
 				return NULL;
-			tpe__mutex_lock(&s->lock);
 			continue;
 		}
 		now = tpe__now_ns();
@@ -491,12 +523,12 @@ timer_main(void *arg)
 			continue;
 		}
 		heap_remove_locked(s, r);
-		s->submitting = true;
+		s->busy = true;
 		tpe__mutex_unlock(&s->lock);
 		/* Never the rejection policy, never blocking (tpe.h). */
 		rc = s->h->enter(s->h->pool, run_task, r, 0);
 		tpe__mutex_lock(&s->lock);
-		s->submitting = false;
+		s->busy = false;
 		tpe__cond_broadcast(&s->idle_cond);
 		if (rc == 0) {
 			retry_until = 0;
@@ -507,10 +539,8 @@ timer_main(void *arg)
 			 * (close_hook makes that impossible; were it to
 			 * happen, nothing is lost): it can never enter; to
 			 * the discard callback, its future cancelled. */
-			tpe__mutex_unlock(&s->lock);
-			if (!discard(r))
+			if (!hand_back_busy_locked(s, r))
 				return NULL;
-			tpe__mutex_lock(&s->lock);
 			continue;
 		}
 		/* Refused (saturated, no memory): back at its place, due. */
@@ -881,8 +911,7 @@ tpe__sched_shutdown(struct tpe__sched_hook *h)
 	}
 	set_flag_locked(s, &s->shutdown);
 	tpe__cond_signal(&s->timer_cond);
-	while (s->submitting)
-		tpe__cond_wait_until(&s->idle_cond, &s->lock, INT64_MAX);
+	wait_not_busy_locked(s);
 	if (!take_and_finish_locked(s, keep_at_shutdown, h->discard,
 	    h->discard_ctx, NULL))
 		return; /* forked in the callback */
@@ -911,8 +940,7 @@ tpe__sched_shutdown_now(struct tpe__sched_hook *h, tpe_handback_fn cb,
 	set_flag_locked(s, &s->stop);
 	tpe__cond_signal(&s->timer_cond);
 	tpe__cond_broadcast(&s->gate_cond);
-	while (s->submitting)
-		tpe__cond_wait_until(&s->idle_cond, &s->lock, INT64_MAX);
+	wait_not_busy_locked(s);
 	if (!take_and_finish_locked(s, keep_none, cb, ctx, NULL))
 		return; /* forked in the callback */
 	tpe__mutex_unlock(&s->lock);
