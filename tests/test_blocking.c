@@ -458,6 +458,56 @@ test_blocking_nested(void **state)
 	}
 }
 
+/*
+ * On a per-worker pool of one: the task's slot is handed over in its first
+ * section, and the task queued behind it (which opens `adopted`) can run
+ * only on the thread that took the slot; so the second section begins on
+ * a thread without a slot.
+ */
+struct twice {
+	struct tu_latch adopted;
+	int rc[4];
+};
+
+static void
+twice_fn(void *arg)
+{
+	struct twice *t = arg;
+
+	t->rc[0] = tpe_blocking_begin();
+	tu_latch_wait(&t->adopted);
+	t->rc[1] = tpe_blocking_end();
+	t->rc[2] = tpe_blocking_begin();
+	t->rc[3] = tpe_blocking_end();
+}
+
+static void
+test_blocking_per_worker_second_section(void **state)
+{
+	tpe_t *pool = scene_pool(TPE_QUEUE_PER_WORKER, 1, 1);
+	struct twice t;
+	struct tpe_stats st;
+	int i;
+
+	(void)state;
+	memset(&t, 0, sizeof(t));
+	tu_latch_init(&t.adopted, 1);
+	assert_int_equal(tpe_execute(pool, twice_fn, &t), 0);
+	assert_int_equal(tpe_execute(pool, opener_fn, &t.adopted), 0);
+	assert_int_equal(tpe_wait_idle(pool, TU_WAIT_BOUND), 0);
+	for (i = 0; i < 4; i++)
+		assert_int_equal(t.rc[i], 0);
+	st = tu_stats(pool);
+	assert_int_equal(st.blocked, 0);
+	assert_int_equal(st.completed, 2);
+	assert_int_equal(st.active, 0);
+	assert_true(st.compensations >= 1);
+	/* Still a working pool. */
+	assert_int_equal(tpe_execute(pool, opener_fn, &t.adopted), 0);
+	assert_int_equal(tpe_destroy(pool), 0);
+	tu_latch_destroy(&t.adopted);
+}
+
 static int calls;
 
 static bool
@@ -610,6 +660,7 @@ main(void)
 		cmocka_unit_test(test_blocking_bounded_by_spares),
 		cmocka_unit_test(test_blocking_spares_retire),
 		cmocka_unit_test(test_blocking_nested),
+		cmocka_unit_test(test_blocking_per_worker_second_section),
 		cmocka_unit_test(test_blocking_non_worker),
 		cmocka_unit_test(test_blocking_attr),
 		cmocka_unit_test(test_blocking_begin_create_fails),

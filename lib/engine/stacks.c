@@ -1262,7 +1262,11 @@ pw_blocking(struct tpe__engine *q, bool begin)
 	if (begin) {
 		__atomic_store_n(&b->blocked, b->blocked + 1, __ATOMIC_SEQ_CST);
 		s = tls_slot;
-		TPE__ASSERT(s != NULL && !s->handed);
+		/* A second section of a task that lost its slot in the
+		 * first: nothing left to hand over. */
+		if (s == NULL)
+			goto out;
+		TPE__ASSERT(!s->handed);
 		/* Counted before the slot can be taken (above). */
 		__atomic_add_fetch(&pq->orphans, 1, __ATOMIC_SEQ_CST);
 		s->handed = true;
@@ -1285,6 +1289,7 @@ pw_blocking(struct tpe__engine *q, bool begin)
 			__atomic_sub_fetch(&pq->orphans, 1, __ATOMIC_SEQ_CST);
 		}
 	}
+out:
 	tpe__mutex_unlock(&pool->lock);
 	return rc;
 }
