@@ -344,6 +344,65 @@ test_blocking_bounded_by_spares(void **state)
 	many_block(TPE_QUEUE_PER_WORKER, 2, 2, 3);
 }
 
+/* ---- scale-first: a blocked worker is no capacity ---------------------- */
+
+struct sf {
+	struct tu_latch inside;  /* the blocked task is inside its section */
+	struct tu_latch latch;   /* opened by the last task */
+};
+
+static void
+sf_blocked_fn(void *arg)
+{
+	struct sf *s = arg;
+
+	assert_int_equal(tpe_blocking_begin(), 0);
+	tu_latch_count_down(&s->inside);
+	tu_latch_wait(&s->latch);
+	assert_int_equal(tpe_blocking_end(), 0);
+}
+
+/*
+ * Scale-first, core 1, max 2, one spare: one worker busy (not blocked),
+ * the other blocked. The next task must get a thread of its own (step 3
+ * counts the running workers only), not the queue behind them.
+ */
+static void
+test_blocking_scale_first(void **state)
+{
+	tpe_attr_t *a = tu_attr_with(&(struct tu_pool_opts){ .core = 1,
+	    .max = 2, .policy = TPE_POLICY_SCALE_FIRST });
+	struct tu_latch started, gate;
+	struct tu_blocker busy = { &started, &gate, NULL, 0 };
+	struct sf s;
+	struct tpe_stats st;
+	tpe_t *pool;
+
+	(void)state;
+	assert_int_equal(tpe_attr_set_max_spare_threads(a, 1), 0);
+	assert_int_equal(tpe_create(&pool, a), 0);
+	tpe_attr_destroy(a);
+	tu_latch_init(&started, 1);
+	tu_latch_init(&gate, 1);
+	tu_latch_init(&s.inside, 1);
+	tu_latch_init(&s.latch, 1);
+	assert_int_equal(tpe_execute(pool, tu_blocker_fn, &busy), 0);
+	assert_true(tu_latch_wait_for(&started, TU_WAIT_BOUND));
+	assert_int_equal(tpe_execute(pool, sf_blocked_fn, &s), 0);
+	assert_true(tu_latch_wait_for(&s.inside, TU_WAIT_BOUND));
+	assert_int_equal(tpe_execute(pool, opener_fn, &s.latch), 0);
+	assert_true(tu_latch_wait_for(&s.latch, TU_WAIT_BOUND));
+	st = tu_stats(pool);
+	assert_int_equal(st.largest_pool_size, 3);
+	assert_int_equal(st.compensations, 1);
+	tu_latch_count_down(&gate);
+	assert_int_equal(tpe_destroy(pool), 0);
+	tu_latch_destroy(&started);
+	tu_latch_destroy(&gate);
+	tu_latch_destroy(&s.inside);
+	tu_latch_destroy(&s.latch);
+}
+
 /* ---- retirement after the keep-alive ---------------------------------- */
 
 static void
@@ -659,6 +718,7 @@ main(void)
 		cmocka_unit_test(test_blocking_future_get),
 		cmocka_unit_test(test_blocking_bounded_by_spares),
 		cmocka_unit_test(test_blocking_spares_retire),
+		cmocka_unit_test(test_blocking_scale_first),
 		cmocka_unit_test(test_blocking_nested),
 		cmocka_unit_test(test_blocking_per_worker_second_section),
 		cmocka_unit_test(test_blocking_non_worker),

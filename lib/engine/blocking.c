@@ -19,8 +19,10 @@
  * start passes max + max_spare threads while workers are blocked. With
  * none blocked every rule is the old one.
  *
- * Compensation: when tasks are queued, no idle worker waits for them and
- * fewer than core workers (at least one) run, a worker is started to
+ * Compensation: when tasks are queued, no idle worker waits for them (none
+ * in take, none parked in the reserve: those are woken to look at the
+ * queue) and fewer than core workers (at least one) run, a worker is
+ * started to
  * stand in (tpe__locked_compensate_locked), at two moments: when a worker
  * begins a section (the tasks already queued), and after an offer while
  * workers are blocked (ensure_taker_locked: the tasks that come later).
@@ -65,6 +67,12 @@ tpe__locked_compensate_locked(struct tpe__locked *le)
 		/* An idle worker will take it; make sure one is awake. */
 		if (le->sleepers > 0)
 			tpe__cond_signal(&le->work_cond);
+		return 0;
+	}
+	/* Parked reserved threads are idle workers too: they look at the
+	 * queue (ensure_taker_locked's rule) instead of a new thread. */
+	if (tpe__reserve_parked(&pool->reserve) > 0) {
+		tpe__reserve_wake_all_locked(&pool->reserve, &pool->lock);
 		return 0;
 	}
 	if (tpe__blocking_running_locked(pool) >= floor)
