@@ -27,9 +27,12 @@
  * begins a section (the tasks already queued), and after an offer while
  * workers are blocked (ensure_taker_locked: the tasks that come later).
  * A compensating worker is an ordinary worker above core: it times out
- * after the keep-alive once idle, and, once the blocked workers are back
- * and the running ones are above max, leaves after its task (Java's
- * getTask rule above max).
+ * after the keep-alive once idle. One started at or above max is counted
+ * in `spares` (at most wc - max), which Java's "above max" rule of
+ * getTask (leave after the task) subtracts: a pool whose tasks keep
+ * blocking keeps its spares until they idle out, instead of starting and
+ * ending a thread per task; a pool shrunk by tpe_set_pool_size still
+ * sheds its other workers after their task.
  *
  * The lock-free step 2 (locked.c, dispatch_lockfree) pushes a task
  * without the lock. Dekker pair, seq_cst both sides: a worker that begins
@@ -57,6 +60,7 @@ tpe__locked_compensate_locked(struct tpe__locked *le)
 {
 	tpe_t *pool = le->pool;
 	size_t floor = pool->core > 0 ? pool->core : 1;
+	bool above;
 	int rc;
 
 	TPE__ASSERT_HELD(&pool->lock);
@@ -79,9 +83,10 @@ tpe__locked_compensate_locked(struct tpe__locked *le)
 		return 0;
 	if (pool->wc >= pool->max + pool->blocking.max_spare)
 		return EAGAIN;
+	above = pool->wc >= pool->max;
 	rc = tpe__worker_start_locked(pool, NULL);
 	if (rc == 0)
-		pool->blocking.compensations++;
+		tpe__blocking_started_locked(pool, above);
 	return rc;
 }
 

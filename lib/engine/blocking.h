@@ -36,6 +36,42 @@ tpe__blocking_below_locked(const tpe_t *pool, size_t limit)
 }
 
 /*
+ * Java's "above max" (the pool was shrunk: a worker leaves after its task,
+ * get_task looks at the queue without polling): the running workers,
+ * less the spares started above max for blocked ones, are more than max.
+ * Spares leave by the keep-alive instead, so that a pool whose tasks keep
+ * blocking does not start and end a thread per task. L held.
+ */
+static inline bool
+tpe__blocking_above_max_locked(const tpe_t *pool)
+{
+	size_t n = tpe__blocking_running_locked(pool);
+	size_t s = pool->blocking.spares;
+
+	return (s < n ? n - s : 0) > pool->max;
+}
+
+/* A worker was started to stand in for blocked ones; `above` when wc was
+ * at or above max before the start (it is a spare). L held. */
+static inline void
+tpe__blocking_started_locked(tpe_t *pool, bool above)
+{
+	pool->blocking.compensations++;
+	if (above)
+		pool->blocking.spares++;
+}
+
+/* wc fell: spares are never more than the workers above max. L held. */
+static inline void
+tpe__blocking_left_locked(tpe_t *pool)
+{
+	size_t room = pool->wc > pool->max ? pool->wc - pool->max : 0;
+
+	if (pool->blocking.spares > room)
+		pool->blocking.spares = room;
+}
+
+/*
  * Tasks are queued while workers are blocked: when no idle worker waits
  * and fewer than core (at least one) workers run, starts one to stand in.
  * 0, nothing needed or one started; EAGAIN (the limit, or the system

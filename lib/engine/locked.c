@@ -404,16 +404,17 @@ start_with_task_locked(tpe_t *pool, struct tpe__task *t)
 static bool
 step_start_locked(tpe_t *pool, struct tpe__task *t, size_t limit, int *rc)
 {
-	bool standing_in;
+	bool standing_in, above;
 
 	TPE__ASSERT_HELD(&pool->lock);
 	/* Blocked workers count out (engine/blocking.c). */
 	if (pool->paused || !tpe__blocking_below_locked(pool, limit))
 		return false;
 	standing_in = pool->wc >= limit;
+	above = pool->wc >= pool->max;
 	if (start_with_task_locked(pool, t) == 0) {
 		if (standing_in)
-			pool->blocking.compensations++;
+			tpe__blocking_started_locked(pool, above);
 		*rc = 0;
 		return true;
 	}
@@ -826,11 +827,12 @@ may_leave_locked(struct tpe__locked *le, bool empty)
 	 * their submitters settle, can have arrived, and the look below
 	 * absorbs them). Or, above max, it leaves the queue to another
 	 * worker (should_exit_locked). */
-	TPE__ASSERT(empty || (tpe__blocking_running_locked(pool) > pool->max &&
+	TPE__ASSERT(empty || (tpe__blocking_above_max_locked(pool) &&
 	    pool->wc > 1));
 	tpe__pool_set_wc_locked(pool, pool->wc - 1);
 	if (pool->wc > 0 || pool->state >= TPE__STOP ||
 	    tpe__queue_is_empty(le->q)) {
+		tpe__blocking_left_locked(pool);
 		/* Below max now: a blocked submitter may start a worker. */
 		tpe__pool_room_locked(pool);
 		return true;
@@ -853,8 +855,8 @@ static bool
 should_exit_locked(tpe_t *pool, bool empty, bool expired, bool after_task)
 {
 	TPE__ASSERT_HELD(&pool->lock);
-	/* The running workers: blocked ones count out (blocking.c). */
-	if (tpe__blocking_running_locked(pool) > pool->max)
+	/* The running workers, less the spares (blocking.c). */
+	if (tpe__blocking_above_max_locked(pool))
 		return empty || (after_task && pool->wc > 1);
 	return empty && (pool->state == TPE__SHUTDOWN || expired);
 }
@@ -929,7 +931,7 @@ get_task_locked(struct tpe__locked *le, bool *reserved)
 		 * worker does not pull the submitters' line before every task.
 		 * A poll that finds nothing saw the queue empty under the lock.
 		 */
-		if (tpe__blocking_running_locked(pool) <= pool->max) {
+		if (!tpe__blocking_above_max_locked(pool)) {
 			t = q->ops->poll(q);
 			if (t != NULL)
 				return took_locked(le, t);
@@ -1002,6 +1004,7 @@ get_task_locked(struct tpe__locked *le, bool *reserved)
 	TPE__ASSERT(pool->state >= TPE__STOP && pool->wc > 0);
 	tpe__task_flush_kept(&pool->tasks);
 	tpe__pool_set_wc_locked(pool, pool->wc - 1);
+	tpe__blocking_left_locked(pool);
 	return NULL;
 }
 

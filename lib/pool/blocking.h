@@ -31,6 +31,10 @@ struct tpe__blocking {
 				  * after its push (engine/blocking.c) */
 	uint64_t compensations;  /* L: workers started because others
 				  * blocked */
+	size_t spares;           /* L: of the workers above max, those
+				  * started to stand in (they leave by the
+				  * keep-alive, not by the above-max rule);
+				  * at most wc - max */
 	size_t max_spare;        /* I: threads allowed beyond max */
 };
 

@@ -865,6 +865,7 @@ atfork_child(void *ctx)
 	tpe__worker_forget_all_locked(pool);
 	pool->engine->ops->forget_locked(pool->engine);
 	pool->blocking.blocked = 0; /* its threads are gone too */
+	pool->blocking.spares = 0;
 	tpe__pool_set_wc_locked(pool, 0);
 	pool->nthreads = pool->active = 0;
 	pool->idle_waiters = pool->handing_back = 0;
