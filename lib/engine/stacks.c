@@ -663,7 +663,7 @@ run_batch(struct pw_queue *pq, struct slot *me, struct tpe__task *h,
 		n++;
 		/* Back, unless a thief took it (NULL); after a slot came
 		 * back to this thread, whatever its last owner left. */
-		if (fifo != NULL || took_back())
+		if (took_back() || fifo != NULL)
 			fifo = __atomic_exchange_n(&me->rest, NULL,
 			    __ATOMIC_SEQ_CST);
 	}
