@@ -403,6 +403,80 @@ test_blocking_scale_first(void **state)
 	tu_latch_destroy(&s.latch);
 }
 
+/* ---- spares stay until the keep-alive --------------------------------- */
+
+/*
+ * Core 1, max 1: the blocked task's latch is opened by a task that a
+ * compensating worker runs. Once both are done the pool has 2 workers: the
+ * spare stays for the keep-alive (60 s) instead of leaving after its task
+ * as Java's above-max rule would have it (each worker makes its exit
+ * decision under the lock, before tpe_wait_idle can return).
+ */
+static void
+test_blocking_spares_stay(void **state)
+{
+	tpe_t *pool = scene_pool(TPE_QUEUE_UNBOUNDED, 1, 1);
+	struct sf s;
+	struct tpe_stats st;
+
+	(void)state;
+	tu_latch_init(&s.inside, 1);
+	tu_latch_init(&s.latch, 1);
+	assert_int_equal(tpe_execute(pool, sf_blocked_fn, &s), 0);
+	assert_true(tu_latch_wait_for(&s.inside, TU_WAIT_BOUND));
+	assert_int_equal(tpe_execute(pool, opener_fn, &s.latch), 0);
+	assert_int_equal(tpe_wait_idle(pool, TU_WAIT_BOUND), 0);
+	st = tu_stats(pool);
+	assert_int_equal(st.compensations, 1);
+	assert_int_equal(st.pool_size, 2);
+	assert_int_equal(st.blocked, 0);
+	assert_int_equal(tpe_destroy(pool), 0);
+	tu_latch_destroy(&s.inside);
+	tu_latch_destroy(&s.latch);
+}
+
+/* ---- reserved threads see blocked workers as unavailable -------------- */
+
+static void
+test_blocking_reserve(void **state)
+{
+	tpe_attr_t *a = tu_attr_with(&(struct tu_pool_opts){ .core = 2,
+	    .max = 2 });
+	struct sf s[2];
+	int count = 0, i, rc = EAGAIN;
+	int64_t end;
+	tpe_t *pool;
+
+	(void)state;
+	assert_int_equal(tpe_attr_set_reserved_threads(a, 1), 0);
+	assert_int_equal(tpe_attr_set_max_spare_threads(a, 2), 0);
+	assert_int_equal(tpe_create(&pool, a), 0);
+	tpe_attr_destroy(a);
+	/* Both workers of the pool blocked: at max, but none available. */
+	for (i = 0; i < 2; i++) {
+		tu_latch_init(&s[i].inside, 1);
+		tu_latch_init(&s[i].latch, 1);
+		assert_int_equal(tpe_execute(pool, sf_blocked_fn, &s[i]), 0);
+		assert_true(tu_latch_wait_for(&s[i].inside, TU_WAIT_BOUND));
+	}
+	/* A miss starts a reserved thread (tpe_attr_set_reserved_threads(3):
+	 * the pool starts hitting after its first misses). */
+	end = tu_now_ns() + TU_WAIT_BOUND;
+	while ((rc = tpe_try_execute(pool, tu_count_fn, &count)) == EAGAIN &&
+	    tu_now_ns() < end)
+		tu_sleep_ns(TU_MS);
+	assert_int_equal(rc, 0);
+	assert_int_equal(tu_stats(pool).pool_size, 3);
+	for (i = 0; i < 2; i++)
+		tu_latch_count_down(&s[i].latch);
+	assert_int_equal(tpe_destroy(pool), 0);
+	assert_int_equal(tu_load(&count), 1);
+	for (i = 0; i < 2; i++) {
+		tu_latch_destroy(&s[i].inside);
+		tu_latch_destroy(&s[i].latch);
+	}
+}
+
 /* ---- retirement after the keep-alive ---------------------------------- */
 
 static void
@@ -719,6 +793,8 @@ main(void)
 		cmocka_unit_test(test_blocking_bounded_by_spares),
 		cmocka_unit_test(test_blocking_spares_retire),
 		cmocka_unit_test(test_blocking_scale_first),
+		cmocka_unit_test(test_blocking_spares_stay),
+		cmocka_unit_test(test_blocking_reserve),
 		cmocka_unit_test(test_blocking_nested),
 		cmocka_unit_test(test_blocking_per_worker_second_section),
 		cmocka_unit_test(test_blocking_non_worker),
