@@ -1145,10 +1145,10 @@ static TPE__TLS bool tls_retook;         /* and taken back (end) */
 static bool
 took_back(void)
 {
-	bool r = tls_retook;
-
+	if (!tls_retook)
+		return false; /* every task: a load, no store */
 	tls_retook = false;
-	return r;
+	return true;
 }
 
 /* A slot was handed over: a spare will take it, or one is started. L
