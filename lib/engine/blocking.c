@@ -108,6 +108,8 @@ tpe__locked_blocking(struct tpe__engine *e, bool begin)
 		rc = tpe__locked_compensate_locked(le);
 	} else {
 		TPE__ASSERT(b->blocked > 0);
+		/* The lock-free offer reads it after its push: a stale
+		 * non-zero only sends it to the locked path (settle). */
 		__atomic_store_n(&b->blocked, b->blocked - 1, __ATOMIC_SEQ_CST);
 	}
 	tpe__mutex_unlock(&pool->lock);

@@ -491,7 +491,9 @@ dispatch_lockfree(struct tpe__locked *le, tpe_fn fn, void *arg,
 	/* Java's re-check after the offer. These seq_cst loads follow the
 	 * push's seq_cst CAS: they pair with the stores of state (pool.c,
 	 * under the lock, then the workers' look at the queue), of wc
-	 * (may_leave_locked), of sleepers (take_locked) and of a reserved
+	 * (may_leave_locked), of sleepers (take_locked), of blocked
+	 * (engine/blocking.c: a worker that begins a section looks at the
+	 * queue after its store) and of a reserved
 	 * slot (reserve.c, park): with threads parked in the reserve, some
 	 * other worker must be waiting for tasks (ensure_taker_locked), or
 	 * the lock settles it. */

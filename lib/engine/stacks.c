@@ -15,7 +15,9 @@
  * (pool.c, attach_engine), none leaving before shutdown. Worker i owns
  * slots[i]; a worker learns i from next_slot when its loop starts. Since
  * every slot has its owner from the first submission on, no task can wait
- * in a slot whose thread is missing.
+ * in a slot whose thread is missing. (Managed blocking, below, adds spare
+ * threads beyond n and moves a slot from a blocked thread to a spare; a
+ * slot then still has a thread that will own it.)
  *
  * Submit (pw_submit, no lock, any thread): the node comes from the
  * thread's node cache (node_cache.c: no malloc in the steady state; this kind
