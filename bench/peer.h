@@ -79,13 +79,27 @@ struct peer {
 	int (*run_producer)(void *pool);
 	int (*resume)(void *pool);
 	void (*note)(void *pool, char *buf, size_t len);
+
+	/* Optional, for the blocking scenario (peer_blocking.c): a pool for
+	 * `cpus` processors whose tasks block, and how such a task blocks
+	 * for ms milliseconds. A peer with create_blocking takes part only
+	 * in that scenario, and that scenario only has such peers. */
+	int (*create_blocking)(void **pool, int cpus);
+	void (*block)(int ms);
 };
+
+/* The spare threads of the managed blocking peer, and the threads the
+ * sized one has beyond the processors. */
+#define TPE_BENCH_BLK_SPARES 64
 
 /* Peers written in C, compiled in when configure found them. */
 extern const struct peer tpe_bench_peer_handrolled;
 extern const struct peer tpe_bench_peer_libtpe;
 extern const struct peer tpe_bench_peer_libtpe_scale;
 extern const struct peer tpe_bench_peer_libtpe_pw;
+extern const struct peer tpe_bench_peer_blk_managed;
+extern const struct peer tpe_bench_peer_blk_plain;
+extern const struct peer tpe_bench_peer_blk_sized;
 extern const struct peer tpe_bench_peer_glib;
 extern const struct peer tpe_bench_peer_thpool;
 extern const struct peer tpe_bench_peer_uv;

@@ -94,6 +94,8 @@ struct params {
 	long burst_task_ns;    /* how long each burst task blocks */
 	long handoff_tasks;    /* tasks per handoff run */
 	int handoff_reserved;  /* reserved threads of the handoff pool */
+	long blk_tasks;        /* tasks per blocking run, half of them block */
+	long blk_cpu_ns;       /* how long each other task computes */
 	int workers;           /* workers of every other scenario */
 	long idle_ns;          /* how long the idle scenario measures */
 	int timeout_s;         /* a child that takes longer is killed */
@@ -342,6 +344,7 @@ struct scenario {
 	bool producer;       /* uses peer->create_producer (strategies) */
 	const char *base;    /* the ratio's peer; NULL: hand-rolled */
 	const char *base_col; /* the ratio's column: "x <base_col>" */
+	bool blocking;       /* uses peer->create_blocking (managed blocking) */
 };
 
 static int
@@ -999,32 +1002,119 @@ describe_handoff(const struct scenario *sc, char *buf, size_t len)
 	    P.handoff_reserved, HANDOFF_BUFS);
 }
 
+/* -- blocking: half the tasks block 1 ms in poll(2) -- */
+
+static const struct peer *blk_peer; /* the run's: its block() */
+
+static void
+blk_block_task(void *arg)
+{
+	blk_peer->block(1);
+	count_task(arg);
+}
+
+static void
+blk_cpu_task(void *arg)
+{
+	int64_t end = now_ns() + P.blk_cpu_ns;
+
+	while (now_ns() < end)
+		;
+	count_task(arg);
+}
+
+static int
+blk_cpus(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return n > 0 ? (int)n : 1;
+}
+
+static int
+sc_blocking(const struct scenario *sc, const struct peer *p, void **poolp,
+    struct run_out *o, char *err, size_t errlen)
+{
+	unsigned long base;
+	int64_t t0, t1;
+	long k;
+	int rc;
+
+	(void)sc;
+	rc = p->create_blocking(poolp, blk_cpus());
+	if (rc != 0) {
+		errf(err, errlen, "create", rc);
+		return rc;
+	}
+	rc = warm_up(p, *poolp, 1000, err, errlen);
+	if (rc != 0)
+		return rc;
+	blk_peer = p;
+	base = sum_counts();
+	t0 = now_ns();
+	for (k = 0; k < P.blk_tasks; k++) {
+		rc = p->submit(*poolp, (k & 1) ? blk_block_task : blk_cpu_task,
+		    task_ctx);
+		if (rc != 0) {
+			errf(err, errlen, "submit", rc);
+			return rc;
+		}
+	}
+	rc = wait_counts(base + (unsigned long)P.blk_tasks, 120000000000LL);
+	t1 = now_ns();
+	if (rc != 0) {
+		snprintf(err, errlen, "the tasks did not finish in 120 s");
+		return rc;
+	}
+	o->v[0] = P.blk_tasks / ((t1 - t0) / 1e9) / 1e3;
+	o->v[1] = (t1 - t0) / 1e6;
+	return 0;
+}
+
+static void
+describe_blocking(const struct scenario *sc, char *buf, size_t len)
+{
+	(void)sc;
+	snprintf(buf, len, "%ld tasks submitted at once, every other one "
+	    "blocks 1 ms in poll(2), the others compute %.0f us; a pool of "
+	    "core = max = %d (the processors) with managed blocking "
+	    "(tpe_blocking_begin/end, up to %d spare threads) and without, "
+	    "and one of %d threads sized for the blocking (the floor and the "
+	    "ratio's base)", P.blk_tasks, P.blk_cpu_ns / 1e3, blk_cpus(),
+	    TPE_BENCH_BLK_SPARES, blk_cpus() + TPE_BENCH_BLK_SPARES);
+}
+
 static const struct scenario scenarios[] = {
 	{ "tiny-1", "tiny", sc_tiny, 1, 2,
 	    { { "ns/task", "ns", false }, { "Mtasks/s", "Mtasks/s", true } },
-	    1, "tiny", describe_tiny, false, false, NULL, NULL },
+	    1, "tiny", describe_tiny, false, false, NULL, NULL, false },
 	{ "tiny-2", "tiny", sc_tiny, 2, 2,
 	    { { "ns/task", "ns", false }, { "Mtasks/s", "Mtasks/s", true } },
-	    1, "tiny", describe_tiny, false, false, NULL, NULL },
+	    1, "tiny", describe_tiny, false, false, NULL, NULL, false },
 	{ "latency", "latency", sc_latency, 0, 3,
 	    { { "p50 us", "us", false }, { "p99 us", "us", false },
 	      { "p999 us", "us", false } },
-	    1, "latency", describe_latency, false, false, NULL, NULL },
+	    1, "latency", describe_latency, false, false, NULL, NULL, false },
 	{ "memory-task", "memory", sc_mem_task, 0, 2,
 	    { { "heap B/task", "B", false }, { "RSS B/task", "B", false } },
-	    0, NULL, describe_mem_task, false, false, NULL, NULL },
+	    0, NULL, describe_mem_task, false, false, NULL, NULL, false },
 	{ "memory-thread", "memory", sc_mem_thread, 0, 2,
 	    { { "heap B/thread", "B", false }, { "RSS B/thread", "B", false } },
-	    0, NULL, describe_mem_thread, false, false, NULL, NULL },
+	    0, NULL, describe_mem_thread, false, false, NULL, NULL, false },
 	{ "idle", "idle", sc_idle, 0, 2,
 	    { { "CPU %", "%", false }, { "CPU ms", "ms", false } },
-	    0, NULL, describe_idle, false, false, NULL, NULL },
+	    0, NULL, describe_idle, false, false, NULL, NULL, false },
 	{ "burst", "burst", sc_burst, 0, 2,
 	    { { "makespan ms", "ms", false }, { "x ideal", "x", false } },
-	    0, NULL, describe_burst, true, false, NULL, NULL },
+	    0, NULL, describe_burst, true, false, NULL, NULL, false },
 	{ "handoff", "handoff", sc_handoff, 0, 2,
 	    { { "ns/task", "ns", false }, { "ktasks/s", "ktasks/s", true } },
-	    1, NULL, describe_handoff, false, true, "tpe-pec", "pec" },
+	    1, NULL, describe_handoff, false, true, "tpe-pec", "pec", false },
+	{ "blocking", "blocking", sc_blocking, 0, 2,
+	    { { "ktasks/s", "ktasks/s", true },
+	      { "makespan ms", "ms", false } },
+	    0, NULL, describe_blocking, false, false, "tpe-blk-sized", "sized",
+	    true },
 };
 #define NSCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))
 
@@ -1048,6 +1138,9 @@ static struct peer_entry peers[] = {
 	{ "tpe-pec", &tpe_bench_peer_strategy_pec, NULL, NULL, NULL },
 	{ "tpe-epc", &tpe_bench_peer_strategy_epc, NULL, NULL, NULL },
 	{ "libtpe-pw", &tpe_bench_peer_libtpe_pw, NULL, NULL, NULL },
+	{ "tpe-blk-managed", &tpe_bench_peer_blk_managed, NULL, NULL, NULL },
+	{ "tpe-blk-plain", &tpe_bench_peer_blk_plain, NULL, NULL, NULL },
+	{ "tpe-blk-sized", &tpe_bench_peer_blk_sized, NULL, NULL, NULL },
 #else
 	{ "libtpe", NULL, NULL, NULL, "built with TPE_BENCH_NO_LIBTPE" },
 #endif
@@ -1770,6 +1863,8 @@ runnable(const struct scenario *sc, const struct peer_entry *pe,
 		return false;
 	if (pe->java != NULL)
 		return sc->java != NULL;
+	if (sc->blocking || pe->c->create_blocking != NULL)
+		return sc->blocking && pe->c->create_blocking != NULL;
 	if (sc->producer)
 		return pe->c->create_producer != NULL;
 	return sc->sized ? pe->c->create_sized != NULL : pe->c->create != NULL;
@@ -1783,6 +1878,9 @@ runnable(const struct scenario *sc, const struct peer_entry *pe,
 static bool
 same_kind(const struct scenario *sc, const struct peer_entry *pe)
 {
+	if (sc->blocking || (pe->c != NULL && pe->c->create_blocking != NULL))
+		return sc->blocking && pe->c != NULL &&
+		    pe->c->create_blocking != NULL;
 	return sc->producer ==
 	    (pe->c != NULL && pe->c->create_producer != NULL);
 }
@@ -1795,7 +1893,8 @@ usage(FILE *f)
 	    "usage: tpe-bench [options]\n"
 	    "  --list              list scenarios and peers, then exit\n"
 	    "  --scenario NAME     run only NAME (a scenario or a group: tiny,\n"
-	    "                      latency, memory, idle, burst, handoff);\n"
+	    "                      latency, memory, idle, burst, handoff,\n"
+	    "                      blocking);\n"
 	    "                      may repeat, or a,b,c\n"
 	    "  --peer NAME         run only NAME (may repeat, or a,b,c)\n"
 	    "  --runs N            runs per figure (default 5; --quick: 3)\n"
@@ -1974,6 +2073,8 @@ main(int argc, char **argv)
 	P.burst_tasks = 256;
 	P.burst_task_ns = P.quick ? 2000000 : 20000000;
 	P.handoff_tasks = P.quick ? 2000 : 200000;
+	P.blk_tasks = P.quick ? 2000 : 20000;
+	P.blk_cpu_ns = 20000;
 	P.handoff_reserved = 1;
 	P.lat_gap_ns = 50000;
 	P.idle_ns = P.quick ? 300000000 : 3000000000;

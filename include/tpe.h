@@ -144,6 +144,9 @@ struct tpe_stats {
 	uint64_t submitted;       /* tasks accepted by the pool (queued or given to a worker) */
 	uint64_t completed;       /* tasks the workers finished */
 	uint64_t rejected;        /* submissions that reached the rejection policy */
+	size_t blocked;           /* of the active workers, those inside a
+				   * blocking section (tpe_blocking_begin(3)) */
+	uint64_t compensations;   /* workers started because others blocked */
 };
 
 /*
@@ -187,6 +190,14 @@ TPE_API int tpe_attr_set_terminated_hook(tpe_attr_t *attr, tpe_pool_hook_fn fn,
 TPE_API int tpe_attr_set_discard_callback(tpe_attr_t *attr, tpe_handback_fn fn,
     void *ctx);
 TPE_API int tpe_attr_set_reserved_threads(tpe_attr_t *attr, int n);
+/*
+ * How many threads beyond max the pool may start to stand in for workers
+ * blocked in a blocking section (tpe_blocking_begin(3)). Default
+ * TPE_DEFAULT_SPARE_THREADS, at most TPE_MAX_SPARE_THREADS (else EINVAL).
+ */
+#define TPE_DEFAULT_SPARE_THREADS 256
+#define TPE_MAX_SPARE_THREADS 32767
+TPE_API int tpe_attr_set_max_spare_threads(tpe_attr_t *attr, size_t n);
 
 /*
  * Scheduling flags (tpe_attr_set_schedule_flags), all off by default as
@@ -250,6 +261,37 @@ TPE_API int tpe_remove(tpe_t *pool, tpe_fn fn, void *arg);
 TPE_API int tpe_purge(tpe_t *pool, size_t *purged);
 TPE_API int tpe_get_stats(const tpe_t *pool, struct tpe_stats *stats,
     size_t size);
+
+/* ---- managed blocking (tpe_blocking_begin(3)) ------------------------- */
+
+/*
+ * A task about to block (blocking I/O, a wait on a future or a latch that
+ * another task of the same pool opens) brackets the wait: while a worker
+ * is inside, its pool counts it as blocked, not running, and when fewer
+ * than core workers (at least one) are left running while tasks wait, it
+ * wakes an idle worker or starts a compensating one, up to max plus the
+ * spare threads (tpe_attr_set_max_spare_threads). Both act on the pool of
+ * the calling worker; on any other thread they do nothing and return 0.
+ * Nested sections count once (the outermost pair acts). begin returns 0,
+ * or EAGAIN (ENOMEM) when a compensating worker was needed and none could
+ * be started (the limit, or the system refused the thread or its memory):
+ * the worker is inside the section anyway and the caller goes on (and
+ * calls tpe_blocking_end as always). end: 0; EINVAL without a begin.
+ */
+TPE_API int tpe_blocking_begin(void);
+TPE_API int tpe_blocking_end(void);
+/*
+ * Java's ForkJoinPool.managedBlock: is_releasable(ctx) says whether the
+ * wait is over (may be NULL: never before a block); block(ctx) blocks and
+ * returns true once no more blocking is needed. Calls block, inside a
+ * blocking section, until either says so; no section (no compensation)
+ * when is_releasable is true at once. 0, or begin's error (the blocking
+ * was done anyway); EINVAL block NULL (nothing called).
+ */
+typedef bool (*tpe_releasable_fn)(void *ctx);
+typedef bool (*tpe_block_fn)(void *ctx);
+TPE_API int tpe_managed_block(tpe_releasable_fn is_releasable,
+    tpe_block_fn block, void *ctx);
 
 /* ---- futures ---------------------------------------------------------- */
 

@@ -25,8 +25,10 @@
  * their submitter; each round has random TPE_SCHED_* flags); a chaos
  * thread meanwhile resizes, changes the keep-alive and the core timeout,
  * pauses and resumes, purges, removes, waits for idleness, prestarts and
- * reads statistics. Tasks submit child tasks, hooks and the rejection
- * handler call back into the pool. The round ends with tpe_shutdown,
+ * reads statistics. Tasks submit child tasks, open random blocking
+ * sections (tpe_blocking_begin, nested or left open, tpe_managed_block;
+ * each round has a random number of spare threads), hooks and the
+ * rejection handler call back into the pool. The round ends with tpe_shutdown,
  * tpe_shutdown_now (the drained callback gets the rest), a task's own
  * shutdown or shutdown-now, or a plain tpe_destroy. Then, per task id:
  *   - accepted (0 returned): ran + handed back + removed == 1, where a task
@@ -197,6 +199,7 @@ static struct figures {
 	uint64_t rounds, fault_rounds, strategy_rounds;
 	uint64_t attempted, accepted, refused, ran, handed, removed;
 	uint64_t handler_took, child_tasks, cancelled_held;
+	uint64_t blocking_sections;
 	uint64_t futures, futures_value, futures_cancelled, cancels_ok;
 	uint64_t strategy_tasks, strat_pc, strat_pic, strat_pec, strat_epc;
 	uint64_t create_refused, ends[4], chaos_ops;
@@ -801,6 +804,59 @@ attempt(struct round *r, struct slot *s, uint64_t *rs)
 
 /* ---- the tasks -------------------------------------------------------- */
 
+/* tpe_managed_block's callbacks: done after a few calls. */
+static bool
+tries_done(void *ctx)
+{
+	return *(unsigned *)ctx == 0;
+}
+
+static bool
+tries_block(void *ctx)
+{
+	unsigned *left = ctx;
+
+	sched_yield();
+	return --*left == 0;
+}
+
+/* A blocking section around a short wait: nested, left open for the pool
+ * to close, or through tpe_managed_block. */
+static void
+blocking_section(uint64_t *rs)
+{
+	unsigned left = 1 + tu_rnd(rs, 3);
+	int rc;
+
+	add(&fig.blocking_sections, 1);
+	switch (tu_rnd(rs, 4)) {
+	case 0:
+		rc = tpe_managed_block(tries_done, tries_block, &left);
+		CHECK(rc == 0 || rc == EAGAIN || rc == ENOMEM,
+		    "tpe_managed_block = %d", rc);
+		return;
+	case 1:
+		rc = tpe_blocking_begin();
+		CHECK(rc == 0 || rc == EAGAIN || rc == ENOMEM,
+		    "tpe_blocking_begin = %d", rc);
+		sched_yield();
+		return; /* left open: the pool closes it after the task */
+	default:
+		rc = tpe_blocking_begin();
+		CHECK(rc == 0 || rc == EAGAIN || rc == ENOMEM,
+		    "tpe_blocking_begin = %d", rc);
+		if (tu_rnd(rs, 2)) {
+			CHECK(tpe_blocking_begin() == 0, "nested begin");
+			sched_yield();
+			CHECK(tpe_blocking_end() == 0, "nested end");
+		}
+		sched_yield();
+		rc = tpe_blocking_end();
+		CHECK(rc == 0, "tpe_blocking_end = %d", rc);
+		return;
+	}
+}
+
 /* What a task does besides counting: call back into its pool. */
 static void
 task_body(struct slot *s)
@@ -850,6 +906,9 @@ task_body(struct slot *s)
 		break;
 	case 4:
 		sched_yield();
+		break;
+	case 5:
+		blocking_section(&rs);
 		break;
 	}
 }
@@ -1097,6 +1156,7 @@ round_attr(struct round *r, uint64_t *rs)
 	    tpe_attr_set_allow_core_timeout(a, !r->per_worker &&
 	    tu_rnd(rs, 2)) ||
 	    tpe_attr_set_reserved_threads(a, (int)tu_rnd(rs, 4) - 1) ||
+	    tpe_attr_set_max_spare_threads(a, tu_rnd(rs, 5)) ||
 	    tpe_attr_set_task_hooks(a, hook_before, hook_after, r) ||
 	    tpe_attr_set_thread_hooks(a, hook_start, hook_exit, r) ||
 	    tpe_attr_set_terminated_hook(a, hook_terminated, r) ||
@@ -1544,6 +1604,8 @@ main(int argc, char **argv)
 	printf("chaos: tasks attempted %" PRIu64 " = accepted %" PRIu64
 	    " + refused %" PRIu64 " (%" PRIu64 " submitted from tasks)\n",
 	    fig.attempted, fig.accepted, fig.refused, fig.child_tasks);
+	printf("chaos: blocking sections in tasks %" PRIu64 "\n",
+	    fig.blocking_sections);
 	printf("chaos: accepted %" PRIu64 " = ran %" PRIu64 " + handed back %"
 	    PRIu64 " + removed %" PRIu64 "\n", fig.accepted, fig.ran,
 	    fig.handed, fig.removed);

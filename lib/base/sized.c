@@ -20,8 +20,10 @@ static const size_t stats_ends[] = {
 	TPE__END_OF(struct tpe_stats, submitted),
 	TPE__END_OF(struct tpe_stats, completed),
 	TPE__END_OF(struct tpe_stats, rejected),
+	TPE__END_OF(struct tpe_stats, blocked),
+	TPE__END_OF(struct tpe_stats, compensations),
 };
-_Static_assert(TPE__END_OF(struct tpe_stats, rejected) ==
+_Static_assert(TPE__END_OF(struct tpe_stats, compensations) ==
     sizeof(struct tpe_stats), "stats_ends lists every member");
 const struct tpe__sized tpe__stats_layout = {
 	sizeof(struct tpe_stats), stats_ends, N_OF(stats_ends)

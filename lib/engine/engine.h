@@ -165,6 +165,14 @@ struct tpe__engine_ops {
 	/* destroy: no lock; the pool has terminated. Frees the engine and
 	 * its storage, which is empty. */
 	void (*destroy)(struct tpe__engine *e);
+	/*
+	 * blocking: L not held, on a worker of this pool running a task: it
+	 * enters (begin) or leaves its outermost blocking section
+	 * (pool/blocking.h). begin: 0, or EAGAIN / ENOMEM when a worker was
+	 * needed to stand in for it and none could be started (it counts as
+	 * blocked anyway); end: 0.
+	 */
+	int (*blocking)(struct tpe__engine *e, bool begin);
 };
 
 struct tpe__engine {

@@ -78,6 +78,7 @@
 #include "base/fork.h"
 #include "base/park.h"
 #include "base/sync.h"
+#include "engine/blocking.h"
 #include "engine/locked.h"
 #include "pool/future.h"
 #include "pool/pool.h"
@@ -343,6 +344,9 @@ ensure_taker_locked(struct tpe__locked *le, struct tpe__task *t,
 	if (pool->wc > 0 && le->takers == 0 &&
 	    tpe__reserve_parked(&pool->reserve) > 0)
 		tpe__reserve_wake_all_locked(&pool->reserve, &pool->lock);
+	/* Workers blocked: someone must run it (engine/blocking.c). */
+	if (pool->blocking.blocked > 0)
+		(void)tpe__locked_compensate_locked(le);
 	if (pool->wc > 0 || pool->paused)
 		return 0;
 	/* Java's re-check: no worker alive, start one for the queue. */
@@ -400,10 +404,17 @@ start_with_task_locked(tpe_t *pool, struct tpe__task *t)
 static bool
 step_start_locked(tpe_t *pool, struct tpe__task *t, size_t limit, int *rc)
 {
+	bool standing_in, above;
+
 	TPE__ASSERT_HELD(&pool->lock);
-	if (pool->paused || pool->wc >= limit)
+	/* Blocked workers count out (engine/blocking.c). */
+	if (pool->paused || !tpe__blocking_below_locked(pool, limit))
 		return false;
+	standing_in = pool->wc >= limit;
+	above = pool->wc >= pool->max;
 	if (start_with_task_locked(pool, t) == 0) {
+		if (standing_in)
+			tpe__blocking_started_locked(pool, above);
 		*rc = 0;
 		return true;
 	}
@@ -466,6 +477,7 @@ dispatch_lockfree(struct tpe__locked *le, tpe_fn fn, void *arg,
 		return false;
 	wc = __atomic_load_n(&pool->wc, __ATOMIC_RELAXED);
 	if (wc == 0 || wc < __atomic_load_n(&pool->core, __ATOMIC_RELAXED) ||
+	    __atomic_load_n(&pool->blocking.blocked, __ATOMIC_RELAXED) > 0 ||
 	    load_state(pool) != TPE__RUNNING)
 		return false;
 	t = tpe__task_new(&pool->tasks, fn, arg, f, owner);
@@ -479,13 +491,16 @@ dispatch_lockfree(struct tpe__locked *le, tpe_fn fn, void *arg,
 	/* Java's re-check after the offer. These seq_cst loads follow the
 	 * push's seq_cst CAS: they pair with the stores of state (pool.c,
 	 * under the lock, then the workers' look at the queue), of wc
-	 * (may_leave_locked), of sleepers (take_locked) and of a reserved
+	 * (may_leave_locked), of sleepers (take_locked), of blocked
+	 * (engine/blocking.c: a worker that begins a section looks at the
+	 * queue after its store) and of a reserved
 	 * slot (reserve.c, park): with threads parked in the reserve, some
 	 * other worker must be waiting for tasks (ensure_taker_locked), or
 	 * the lock settles it. */
 	wc = __atomic_load_n(&pool->wc, __ATOMIC_SEQ_CST);
 	parked = tpe__reserve_parked(&pool->reserve);
 	if (__atomic_load_n(&pool->state, __ATOMIC_SEQ_CST) == TPE__RUNNING &&
+	    __atomic_load_n(&pool->blocking.blocked, __ATOMIC_SEQ_CST) == 0 &&
 	    wc > parked &&
 	    (parked == 0 ||
 	    __atomic_load_n(&le->takers, __ATOMIC_SEQ_CST) > 0) &&
@@ -747,7 +762,7 @@ reserve_miss(struct tpe__locked *le)
 	/* One thread per want at most: r->starting counts those started
 	 * whose want no worker took yet (tpe__reserve_wanted_locked). */
 	if (pool->state == TPE__RUNNING && !pool->paused &&
-	    le->takers == 0 && pool->wc < pool->max &&
+	    le->takers == 0 && tpe__blocking_below_locked(pool, pool->max) &&
 	    r->starting < tpe__reserve_wanted(r)) {
 		r->starting++;
 		if (tpe__worker_start_locked(pool, NULL) != 0 &&
@@ -814,10 +829,12 @@ may_leave_locked(struct tpe__locked *le, bool empty)
 	 * their submitters settle, can have arrived, and the look below
 	 * absorbs them). Or, above max, it leaves the queue to another
 	 * worker (should_exit_locked). */
-	TPE__ASSERT(empty || (pool->wc > pool->max && pool->wc > 1));
+	TPE__ASSERT(empty || (tpe__blocking_above_max_locked(pool) &&
+	    pool->wc > 1));
 	tpe__pool_set_wc_locked(pool, pool->wc - 1);
 	if (pool->wc > 0 || pool->state >= TPE__STOP ||
 	    tpe__queue_is_empty(le->q)) {
+		tpe__blocking_left_locked(pool);
 		/* Below max now: a blocked submitter may start a worker. */
 		tpe__pool_room_locked(pool);
 		return true;
@@ -840,7 +857,8 @@ static bool
 should_exit_locked(tpe_t *pool, bool empty, bool expired, bool after_task)
 {
 	TPE__ASSERT_HELD(&pool->lock);
-	if (pool->wc > pool->max)
+	/* The running workers, less the spares (blocking.c). */
+	if (tpe__blocking_above_max_locked(pool))
 		return empty || (after_task && pool->wc > 1);
 	return empty && (pool->state == TPE__SHUTDOWN || expired);
 }
@@ -915,7 +933,7 @@ get_task_locked(struct tpe__locked *le, bool *reserved)
 		 * worker does not pull the submitters' line before every task.
 		 * A poll that finds nothing saw the queue empty under the lock.
 		 */
-		if (pool->wc <= pool->max) {
+		if (!tpe__blocking_above_max_locked(pool)) {
 			t = q->ops->poll(q);
 			if (t != NULL)
 				return took_locked(le, t);
@@ -988,6 +1006,7 @@ get_task_locked(struct tpe__locked *le, bool *reserved)
 	TPE__ASSERT(pool->state >= TPE__STOP && pool->wc > 0);
 	tpe__task_flush_kept(&pool->tasks);
 	tpe__pool_set_wc_locked(pool, pool->wc - 1);
+	tpe__blocking_left_locked(pool);
 	return NULL;
 }
 
@@ -1019,6 +1038,7 @@ locked_worker_loop(struct tpe__engine *e, struct tpe__task *t)
 		tpe__mutex_unlock(&pool->lock);
 		if (!tpe__task_run_keep(&pool->tasks, t))
 			return false;
+		tpe__blocking_task_done();
 		tpe__task_keep(&pool->tasks, t);
 		t = NULL;
 		tpe__mutex_lock(&pool->lock);
@@ -1116,6 +1136,7 @@ static const struct tpe__engine_ops locked_ops = {
 	.drain_locked = locked_drain_locked,
 	.forget_locked = locked_forget_locked,
 	.destroy = locked_destroy,
+	.blocking = tpe__locked_blocking,
 };
 
 int

@@ -15,7 +15,9 @@
  * (pool.c, attach_engine), none leaving before shutdown. Worker i owns
  * slots[i]; a worker learns i from next_slot when its loop starts. Since
  * every slot has its owner from the first submission on, no task can wait
- * in a slot whose thread is missing.
+ * in a slot whose thread is missing. (Managed blocking, below, adds spare
+ * threads beyond n and moves a slot from a blocked thread to a spare; a
+ * slot then still has a thread that will own it.)
  *
  * Submit (pw_submit, no lock, any thread): the node comes from the
  * thread's node cache (node_cache.c: no malloc in the steady state; this kind
@@ -129,6 +131,14 @@
  * its push, its take and its started store, so a snapshot never shows
  * more taken than submitted.
  *
+ * Managed blocking (the section at the end of this file): a worker that
+ * begins a blocking section hands its slot over at once, as Go hands a
+ * blocked thread's processor to another: the slot, its stack and the rest
+ * of its batch go to a spare thread (woken, or started up to max plus the
+ * spares), which runs them as the slot's owner; the blocked thread ends
+ * its task without a slot and then becomes a spare itself (it takes back
+ * its slot at tpe_blocking_end if nobody took it meanwhile).
+ *
  * Legend and lock order: base/sync.h (O: the slot's owner). A slot's park
  * (base/park.h) takes no lock where it has futexes; where it has none, a
  * wake-up under pool->lock takes the park's own lock after it.
@@ -184,6 +194,8 @@ struct slot {
 				   * submitter before its push (a relaxed
 				   * add on the line the push takes anyway;
 				   * undone when the push is refused) */
+	bool handed;              /* L: its owner blocked and handed it
+				   * over; no thread owns it yet */
 	/* Counters, written on every task by the owner alone: a line of
 	 * their own, so that they do not pull the stack's line back. */
 	uint64_t started __attribute__((aligned(TPE__CACHE_LINE))); /* A, O */
@@ -212,7 +224,24 @@ struct pw_queue {
 	 * which every push reads. */
 	int spinner __attribute__((aligned(TPE__CACHE_LINE))); /* A: 1 while
 							 * a worker spins */
+	/* Managed blocking (the section at the end of this file). */
+	pthread_cond_t spare_cond; /* spare threads wait here, with L */
+	size_t spares;            /* L: threads without a slot looking for
+				   * one, or started to */
+	size_t nfree;             /* L: slots handed over, not yet owned */
+	size_t orphans;           /* A: threads without a slot still in the
+				   * task they blocked in; seq_cst, the
+				   * tpe_wait_idle pair of set_asleep */
+	uint64_t orphan_done;     /* A: tasks those finished (statistics) */
 };
+
+/* Managed blocking, at the end of this file. */
+static TPE__TLS struct slot *tls_slot; /* the slot this thread owns */
+static struct slot *adopt(struct pw_queue *pq, bool counted);
+static bool lost_slot(struct pw_queue *pq, struct slot *me,
+    struct tpe__task *t, struct tpe__task *done, struct tpe__task *last,
+    size_t n);
+static bool took_back(void);
 
 /*
  * The stacks engine whose base is q. Every tpe__engine this file's ops
@@ -491,6 +520,23 @@ take_own(struct slot *me)
 	return h;
 }
 
+/*
+ * The rest of a batch that the slot's last owner left behind when it
+ * blocked (managed blocking), newest first as a stack; NULL when none.
+ * Relaxed look first: NULL but after an adoption.
+ */
+static struct tpe__task *
+take_left(struct slot *me)
+{
+	struct tpe__task *h;
+
+	if (__atomic_load_n(&me->rest, __ATOMIC_RELAXED) == NULL)
+		return NULL;
+	/* Acquire: pairs with the release store of rest (run_batch). */
+	h = __atomic_exchange_n(&me->rest, NULL, __ATOMIC_SEQ_CST);
+	return h != NULL ? reverse(h) : NULL;
+}
+
 static inline void
 steal_hook(void)
 {
@@ -542,7 +588,7 @@ steal(struct pw_queue *pq, struct slot *me)
 
 /* ---- the worker ------------------------------------------------------- */
 
-enum step { GO_ON, LEAVE, FORKED };
+enum step { GO_ON, LEAVE, FORKED, SLOTLESS };
 
 /* Shutdown-now: the tasks the worker holds go to the discard callback. */
 static enum step
@@ -607,14 +653,19 @@ run_batch(struct pw_queue *pq, struct slot *me, struct tpe__task *h,
 		count(&me->started);
 		if (!tpe__task_run_keep(&pool->tasks, t))
 			return FORKED; /* touch nothing of the pool */
+		tpe__blocking_task_done();
+		/* t blocked and handed the slot over: it is not ours now. */
+		if (lost_slot(pq, me, t, done, last, n))
+			return SLOTLESS;
 		count(&me->completed);
 		t->next = done;
 		if (done == NULL)
 			last = t;
 		done = t;
 		n++;
-		/* Back, unless a thief took it (NULL). */
-		if (fifo != NULL)
+		/* Back, unless a thief took it (NULL); after a slot came
+		 * back to this thread, whatever its last owner left. */
+		if (took_back() || fifo != NULL)
 			fifo = __atomic_exchange_n(&me->rest, NULL,
 			    __ATOMIC_SEQ_CST);
 	}
@@ -804,19 +855,25 @@ pw_worker_loop(struct tpe__engine *q, struct tpe__task *first)
 	enum step st;
 
 	TPE__ASSERT_HELD(&pool->lock);
-	/* Started by tpe_create, with no first task; a fixed pool: exactly
-	 * one worker per slot, never replaced. */
-	TPE__ASSERT(first == NULL && i < pq->n);
+	/* Started with no first task: the n of tpe_create, one per slot, and
+	 * the spares of managed blocking, which adopt a handed-over slot. */
+	TPE__ASSERT(first == NULL);
 	(void)first;
 	tpe__mutex_unlock(&pool->lock);
-	me = &pq->slots[i];
+	if (i < pq->n)
+		tls_slot = &pq->slots[i];
+	else if (adopt(pq, true) == NULL)
+		return true; /* no slot came: wc given up, L held */
+	me = tls_slot;
 	set_awake(me);
 	for (;;) {
 		/* A small batch that did not follow a wake-up: let the stack
 		 * fill before the next detach (let_fill). */
 		if (small && !woken)
 			let_fill();
-		h = take_own(me);
+		h = take_left(me);
+		if (h == NULL)
+			h = take_own(me);
 		woken = false;
 		if (h != NULL) {
 			st = GO_ON;
@@ -826,6 +883,16 @@ pw_worker_loop(struct tpe__engine *q, struct tpe__task *first)
 		}
 		if (st == GO_ON && h != NULL)
 			st = run_batch(pq, me, h, &small);
+		if (st == SLOTLESS) {
+			/* A spare now: another handed-over slot, or leave. */
+			if (adopt(pq, false) == NULL)
+				return true;
+			me = tls_slot;
+			set_awake(me);
+			small = false;
+			woken = true;
+			continue;
+		}
 		if (st != GO_ON)
 			break;
 	}
@@ -897,6 +964,8 @@ pw_wake_all_locked(struct tpe__engine *q)
 	__atomic_add_fetch(&pq->gen, 1, __ATOMIC_SEQ_CST);
 	for (i = 0; i < pq->n; i++)
 		tpe__park_wake_all(&pq->slots[i].park);
+	/* Spares waiting for a slot look at the state again. */
+	tpe__cond_broadcast(&pq->spare_cond);
 }
 
 /*
@@ -918,7 +987,9 @@ pw_idle_locked(struct tpe__engine *q)
 	for (i = 0; i < pq->n; i++)
 		if (__atomic_load_n(&pq->slots[i].busy, __ATOMIC_SEQ_CST))
 			return false;
-	return true;
+	/* A thread that lost its slot in a task still runs it (lost_slot
+	 * pairs its seq_cst decrement with its look at idle_waiters). */
+	return __atomic_load_n(&pq->orphans, __ATOMIC_SEQ_CST) == 0;
 }
 
 /* How many tasks were pushed, summed over the slots: read after the
@@ -959,10 +1030,15 @@ pw_counts_locked(struct tpe__engine *q, struct tpe__engine_counts *c)
 {
 	struct pw_queue *pq = pw_of(q);
 	size_t i, wc = pq->pool->wc;
+	uint64_t orphan_done;
 
 	TPE__ASSERT_HELD(&pq->pool->lock);
+	/* Tasks finished by threads that lost their slot in them: read
+	 * first (acquire, pairs with lost_slot's release add), so the
+	 * started counters read next include each of them. */
+	orphan_done = __atomic_load_n(&pq->orphan_done, __ATOMIC_ACQUIRE);
+	c->completed = orphan_done;
 	c->active = 0;
-	c->completed = 0;
 	for (i = 0; i < pq->n; i++) {
 		const struct slot *s = &pq->slots[i];
 		/* Completed before started: never more done than begun.
@@ -975,6 +1051,7 @@ pw_counts_locked(struct tpe__engine *q, struct tpe__engine_counts *c)
 		c->active += (size_t)(begun - done);
 		c->completed += done;
 	}
+	c->active -= c->active < orphan_done ? c->active : (size_t)orphan_done;
 	c->idle = c->active > wc ? 0 : wc - c->active;
 	c->queued = pw_queued_locked(pq, &c->submitted);
 }
@@ -1021,8 +1098,13 @@ pw_forget_locked(struct tpe__engine *q)
 	struct pw_queue *pq = pw_of(q);
 	size_t i;
 
-	for (i = 0; i < pq->n; i++)
+	for (i = 0; i < pq->n; i++) {
 		__atomic_store_n(&pq->slots[i].busy, 0, __ATOMIC_RELAXED);
+		pq->slots[i].handed = false;
+	}
+	pq->spares = pq->nfree = 0;
+	__atomic_store_n(&pq->orphans, 0, __ATOMIC_RELAXED);
+	tpe__cond_init(&pq->spare_cond);
 }
 
 static void
@@ -1033,8 +1115,185 @@ pw_destroy(struct tpe__engine *q)
 
 	for (i = 0; i < pq->n; i++)
 		tpe__park_destroy(&pq->slots[i].park);
+	tpe__cond_destroy(&pq->spare_cond);
 	free(pq->slots);
 	free(pq);
+}
+
+/* ---- managed blocking ------------------------------------------------- */
+
+/*
+ * A worker that begins a blocking section (pool/blocking.h) hands its slot
+ * over at once (Design notes): under pool->lock it marks the slot `handed`
+ * and counts itself in `orphans` (before any thread can take the slot and
+ * go to sleep on it: tpe_wait_idle must still see its task), and a spare
+ * thread takes the slot: one that waits in adopt (spare_cond), else a new
+ * worker, up to max + the spares (it takes index >= n from next_slot and
+ * adopts). `spares` counts the threads that will look for a handed slot
+ * (waiting, or started to), so a handover starts a thread only when more
+ * slots are handed than spares will take. The new owner runs the rest of
+ * the batch first (take_left), then the slot as its own. The blocked
+ * thread, back from its task, takes its slot back if it is still handed
+ * (tpe_blocking_end), else finishes its task without a slot (lost_slot:
+ * its completion counted in orphan_done, the slot's counters being the
+ * new owner's) and becomes a spare: it adopts a handed slot or leaves
+ * after the keep-alive (at shutdown: at once, once no slot is handed).
+ * Every handed slot has a live thread that will look for it: its blocked
+ * thread, which looks before it leaves, so no slot is stranded.
+ */
+static TPE__TLS struct slot *tls_handed; /* handed over in this task */
+static TPE__TLS bool tls_retook;         /* and taken back (end) */
+
+static bool
+took_back(void)
+{
+	if (!tls_retook)
+		return false; /* every task: a load, no store */
+	tls_retook = false;
+	return true;
+}
+
+/* A slot was handed over: a spare will take it, or one is started. L
+ * held (dropped while a thread starts). */
+static int
+find_owner_locked(struct pw_queue *pq)
+{
+	tpe_t *pool = pq->pool;
+	int rc;
+
+	TPE__ASSERT_HELD(&pool->lock);
+	if (pq->nfree <= pq->spares) {
+		tpe__cond_signal(&pq->spare_cond);
+		return 0;
+	}
+	if (pool->wc >= pool->max + pool->blocking.max_spare)
+		return EAGAIN; /* watchers steal from it meanwhile */
+	pq->spares++; /* the new thread, until it adopts */
+	rc = tpe__worker_start_locked(pool, NULL);
+	if (rc == 0)
+		pool->blocking.compensations++;
+	else
+		pq->spares--;
+	return rc;
+}
+
+/*
+ * A thread without a slot (counted in spares when `counted`): adopts a
+ * handed-over slot (tls_slot, returned; L not held), or gives up its place
+ * in wc after the keep-alive, or at shutdown once none is handed (NULL; L
+ * held, as worker_loop returns).
+ */
+static struct slot *
+adopt(struct pw_queue *pq, bool counted)
+{
+	tpe_t *pool = pq->pool;
+	bool expired = false;
+	int64_t deadline;
+	size_t i;
+
+	tpe__mutex_lock(&pool->lock);
+	if (!counted)
+		pq->spares++;
+	deadline = tpe__deadline(pool->keep_alive_ns);
+	for (;;) {
+		if (pq->nfree > 0) {
+			for (i = 0; !pq->slots[i].handed; i++)
+				TPE__ASSERT(i + 1 < pq->n);
+			pq->slots[i].handed = false;
+			pq->nfree--;
+			pq->spares--;
+			tls_slot = &pq->slots[i];
+			tpe__mutex_unlock(&pool->lock);
+			return tls_slot;
+		}
+		if (expired || pool->state >= TPE__SHUTDOWN)
+			break;
+		expired = tpe__cond_wait_until(&pq->spare_cond, &pool->lock,
+		    deadline) == ETIMEDOUT;
+	}
+	pq->spares--;
+	tls_slot = NULL;
+	TPE__ASSERT(pool->wc > 0);
+	tpe__pool_set_wc_locked(pool, pool->wc - 1);
+	return NULL;
+}
+
+/*
+ * After task t (no lock): false when this thread still owns `me`; true
+ * when t handed it over and nobody gave it back: t's completion is
+ * counted here, the batch's spent nodes (done ... last, n, and t) end,
+ * and the thread holds no slot and no task.
+ */
+static bool
+lost_slot(struct pw_queue *pq, struct slot *me, struct tpe__task *t,
+    struct tpe__task *done, struct tpe__task *last, size_t n)
+{
+	tpe_t *pool = pq->pool;
+
+	if (tls_slot == me)
+		return false;
+	/* Release: pairs with the acquire load in pw_counts_locked. */
+	__atomic_add_fetch(&pq->orphan_done, 1, __ATOMIC_RELEASE);
+	t->next = done;
+	if (done == NULL)
+		last = t;
+	tpe__task_end_chain(&pool->tasks, t, last, n + 1);
+	tls_handed = NULL;
+	/* Dekker with tpe_wait_idle, as set_asleep: the seq_cst decrement,
+	 * then the load of idle_waiters. */
+	__atomic_sub_fetch(&pq->orphans, 1, __ATOMIC_SEQ_CST);
+	if (tpe__pool_idle_waited(pool)) {
+		tpe__mutex_lock(&pool->lock);
+		tpe__pool_notify_idle_locked(pool);
+		tpe__mutex_unlock(&pool->lock);
+	}
+	return true;
+}
+
+/* The engine's blocking op (engine.h). */
+static int
+pw_blocking(struct tpe__engine *q, bool begin)
+{
+	struct pw_queue *pq = pw_of(q);
+	tpe_t *pool = pq->pool;
+	struct tpe__blocking *b = &pool->blocking;
+	struct slot *s;
+	int rc = 0;
+
+	tpe__mutex_lock(&pool->lock);
+	if (begin) {
+		__atomic_store_n(&b->blocked, b->blocked + 1, __ATOMIC_SEQ_CST);
+		s = tls_slot;
+		/* A second section of a task that lost its slot in the
+		 * first: nothing left to hand over. */
+		if (s == NULL)
+			goto out;
+		TPE__ASSERT(!s->handed);
+		/* Counted before the slot can be taken (above). */
+		__atomic_add_fetch(&pq->orphans, 1, __ATOMIC_SEQ_CST);
+		s->handed = true;
+		pq->nfree++;
+		tls_slot = NULL;
+		tls_handed = s;
+		rc = find_owner_locked(pq);
+	} else {
+		TPE__ASSERT(b->blocked > 0);
+		__atomic_store_n(&b->blocked, b->blocked - 1, __ATOMIC_SEQ_CST);
+		s = tls_handed;
+		if (s != NULL && s->handed) {
+			/* Nobody took it: back to this thread, which owns a
+			 * slot again and so is no orphan. */
+			s->handed = false;
+			pq->nfree--;
+			tls_slot = s;
+			tls_handed = NULL;
+			tls_retook = true;
+			__atomic_sub_fetch(&pq->orphans, 1, __ATOMIC_SEQ_CST);
+		}
+	}
+out:
+	tpe__mutex_unlock(&pool->lock);
+	return rc;
 }
 
 static const struct tpe__engine_ops stacks_ops = {
@@ -1050,6 +1309,7 @@ static const struct tpe__engine_ops stacks_ops = {
 	.drain_locked = pw_drain_locked,
 	.forget_locked = pw_forget_locked,
 	.destroy = pw_destroy,
+	.blocking = pw_blocking,
 };
 
 int
@@ -1071,6 +1331,7 @@ tpe__engine_stacks_create(size_t workers, struct tpe__engine **q)
 	pq->n = workers;
 	for (size_t i = 0; i < workers; i++)
 		tpe__park_init(&pq->slots[i].park);
+	tpe__cond_init(&pq->spare_cond);
 	pq->base.ops = &stacks_ops;
 	*q = &pq->base;
 	return 0;

@@ -22,6 +22,7 @@ tpe__attr_defaults(struct tpe_attr *a)
 	a->policy = TPE_POLICY_QUEUE_FIRST;
 	a->rejection = TPE_REJECT_ABORT;
 	a->reserved = -1;
+	a->max_spare = TPE_DEFAULT_SPARE_THREADS;
 	strcpy(a->name_prefix, "tpe");
 }
 
@@ -315,6 +316,15 @@ tpe_attr_set_reserved_threads(tpe_attr_t *attr, int n)
 	if (attr == NULL || n < -1)
 		return EINVAL;
 	attr->reserved = n;
+	return 0;
+}
+
+int
+tpe_attr_set_max_spare_threads(tpe_attr_t *attr, size_t n)
+{
+	if (attr == NULL || n > TPE_MAX_SPARE_THREADS)
+		return EINVAL;
+	attr->max_spare = n;
 	return 0;
 }
 

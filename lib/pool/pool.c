@@ -204,6 +204,7 @@ tpe_create(tpe_t **poolp, const tpe_attr_t *attr)
 	pool->attr.discard_ctx = &pool->sched_hook;
 	pool->core = pool->attr.core;
 	pool->max = pool->attr.max;
+	pool->blocking.max_spare = pool->attr.max_spare;
 	pool->keep_alive_ns = pool->attr.keep_alive_ns;
 	pool->allow_core_timeout = pool->attr.allow_core_timeout;
 	pool->state = TPE__RUNNING;
@@ -830,6 +831,8 @@ tpe_get_stats(const tpe_t *cpool, struct tpe_stats *stats, size_t size)
 	s->submitted = c.submitted +
 	    __atomic_load_n(&pool->submitted, __ATOMIC_SEQ_CST);
 	s->rejected = pool->rejected;
+	s->blocked = ended ? 0 : pool->blocking.blocked;
+	s->compensations = pool->blocking.compensations;
 	tpe__mutex_unlock(&pool->lock);
 	tpe__sized_copy(&tpe__stats_layout, stats, size, s);
 	return 0;
@@ -857,6 +860,8 @@ atfork_child(void *ctx)
 	}
 	tpe__worker_forget_all_locked(pool);
 	pool->engine->ops->forget_locked(pool->engine);
+	pool->blocking.blocked = 0; /* its threads are gone too */
+	pool->blocking.spares = 0;
 	tpe__pool_set_wc_locked(pool, 0);
 	pool->nthreads = pool->active = 0;
 	pool->idle_waiters = pool->handing_back = 0;

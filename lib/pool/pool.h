@@ -85,6 +85,7 @@
 #include "base/sync.h"
 #include "engine/engine.h"
 #include "pool/attr.h"
+#include "pool/blocking.h"
 #include "pool/node_cache.h"
 #include "pool/reserve.h"
 #include "pool/state.h"
@@ -124,6 +125,7 @@ struct tpe {
 	uint64_t rejected;         /* L */
 	unsigned long next_id;     /* L: thread name numbers */
 	struct tpe__submit_line submit_line; /* L: blocking submitters */
+	struct tpe__blocking blocking; /* L: workers in a blocking section */
 
 	struct tpe__worker *live;   /* L: started or starting workers */
 	struct tpe__worker *exited; /* L: exited workers not yet joined */
