@@ -192,6 +192,8 @@ struct slot {
 				   * after the task, or by a thief */
 	uint64_t completed;       /* A, O: tasks it finished */
 	uint64_t dropped;         /* A, O: handed back at shutdown-now */
+	struct tpe__metrics_worker *mw; /* O: the owner's metrics block, or
+					 * NULL (lib/metrics) */
 } __attribute__((aligned(TPE__CACHE_LINE)));
 
 struct pw_queue {
@@ -583,6 +585,8 @@ run_batch(struct pw_queue *pq, struct slot *me, struct tpe__task *h,
 {
 	tpe_t *pool = pq->pool;
 	struct tpe__task *fifo = reverse(h), *t, *done = NULL, *last = NULL;
+	struct tpe__metrics_worker *mw = me->mw; /* NULL: no metrics */
+	int64_t start = 0;
 	size_t n = 0;
 
 	/* Tasks wait behind the first: pushed, maybe, before this worker
@@ -605,8 +609,12 @@ run_batch(struct pw_queue *pq, struct slot *me, struct tpe__task *h,
 		if (fifo != NULL)
 			__atomic_store_n(&me->rest, fifo, __ATOMIC_RELEASE);
 		count(&me->started);
+		if (mw != NULL)
+			start = tpe__metrics_task_start(mw, t->accepted_ns);
 		if (!tpe__task_run_keep(&pool->tasks, t))
 			return FORKED; /* touch nothing of the pool */
+		if (mw != NULL)
+			tpe__metrics_task_end(mw, start);
 		count(&me->completed);
 		t->next = done;
 		if (done == NULL)
@@ -620,6 +628,7 @@ run_batch(struct pw_queue *pq, struct slot *me, struct tpe__task *h,
 	}
 	if (done != NULL)
 		tpe__task_end_chain(&pool->tasks, done, last, n);
+	TPE__METRICS_WORKER_ADD(mw, batches, 1);
 	*small = n <= BATCH_SMALL;
 	return GO_ON;
 }
@@ -684,6 +693,8 @@ spin(struct pw_queue *pq, struct slot *me, unsigned gen)
 		}
 	}
 	__atomic_store_n(&pq->spinner, 0, __ATOMIC_RELEASE);
+	if (h != NULL || is_task(tpe__hint_load(&me->head)))
+		TPE__METRICS_WORKER_ADD(me->mw, spin_hits, 1);
 	return h;
 }
 
@@ -702,6 +713,7 @@ sleep_until_work(struct pw_queue *pq, struct slot *me, unsigned gen)
 	if (!__atomic_compare_exchange_n(&me->head, &expect, SLEEP, false,
 	    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
 		return NULL; /* a task came: take it */
+	TPE__METRICS_WORKER_ADD(me->mw, idle_waits, 1);
 	set_asleep(pq, me);
 	for (;;) {
 		bool deep = false, woken;
@@ -721,8 +733,10 @@ sleep_until_work(struct pw_queue *pq, struct slot *me, unsigned gen)
 		    deep ? -1 : tpe__now_ns() + WATCH_NS);
 		__atomic_sub_fetch(deep ? &pq->deep : &pq->watchers, 1,
 		    __ATOMIC_SEQ_CST);
-		if (woken)
+		if (woken) {
+			TPE__METRICS_WORKER_ADD(me->mw, wakeups, 1);
 			break;
+		}
 		/* A watcher's look: tasks waiting behind an awake worker
 		 * (stuck in a long task, or behind). The marker stays: a
 		 * push onto this stack still wakes it. */
@@ -787,6 +801,18 @@ idle(struct pw_queue *pq, struct slot *me, struct tpe__task **hp)
 	return GO_ON;
 }
 
+/* A stack idle() stole (spin, a watcher's look), in the metrics. */
+static void
+count_stolen(struct tpe__metrics_worker *mw, const struct tpe__task *h)
+{
+	uint64_t n = 0;
+
+	for (; h != NULL; h = h->next)
+		n++;
+	tpe__metrics_add(&mw->steals, 1);
+	tpe__metrics_add(&mw->stolen_tasks, n);
+}
+
 /*
  * A worker's whole life, without the pool lock: it is dropped on entry and
  * taken back before the worker gives up its place in wc, as get_task does
@@ -810,6 +836,7 @@ pw_worker_loop(struct tpe__engine *q, struct tpe__task *first)
 	(void)first;
 	tpe__mutex_unlock(&pool->lock);
 	me = &pq->slots[i];
+	me->mw = tpe__metrics_tls_worker;
 	set_awake(me);
 	for (;;) {
 		/* A small batch that did not follow a wake-up: let the stack
@@ -823,6 +850,8 @@ pw_worker_loop(struct tpe__engine *q, struct tpe__task *first)
 		} else {
 			st = idle(pq, me, &h);
 			woken = true;
+			if (h != NULL && me->mw != NULL)
+				count_stolen(me->mw, h);
 		}
 		if (st == GO_ON && h != NULL)
 			st = run_batch(pq, me, h, &small);
@@ -877,9 +906,9 @@ pw_submit_wait(struct tpe__engine *q, tpe_fn fn, void *arg,
 static int
 pw_try_submit(struct tpe__engine *q, tpe_fn fn, void *arg)
 {
-	(void)q;
 	(void)fn;
 	(void)arg;
+	tpe__metrics_count(pw_of(q)->pool->metrics, TPE__M_RESERVE_MISS);
 	return EAGAIN;
 }
 

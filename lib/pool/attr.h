@@ -70,6 +70,7 @@ struct tpe_attr {
 	void *discard_ctx;
 	int reserved;            /* reserved threads; -1: the heuristic */
 	unsigned sched_flags;    /* TPE_SCHED_* (lib/sched) */
+	unsigned metrics;        /* TPE_METRICS_* (lib/metrics); 0: off */
 };
 
 /* Fills a with the defaults (used by tpe_attr_create and tpe_create(NULL)). */
