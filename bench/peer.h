@@ -86,6 +86,8 @@ extern const struct peer tpe_bench_peer_handrolled;
 extern const struct peer tpe_bench_peer_libtpe;
 extern const struct peer tpe_bench_peer_libtpe_scale;
 extern const struct peer tpe_bench_peer_libtpe_pw;
+extern const struct peer tpe_bench_peer_libtpe_metrics;    /* libtpe-m */
+extern const struct peer tpe_bench_peer_libtpe_pw_metrics; /* libtpe-pw-m */
 extern const struct peer tpe_bench_peer_glib;
 extern const struct peer tpe_bench_peer_thpool;
 extern const struct peer tpe_bench_peer_uv;

@@ -15,8 +15,7 @@
 
 TPE__TLS struct tpe__metrics_worker *tpe__metrics_tls_worker; /* metrics.h */
 
-/* The submitting thread's countdown to its next timed task. */
-static TPE__TLS unsigned stamp_tick;
+TPE__TLS unsigned tpe__metrics_tls_tick; /* metrics.h */
 
 _Static_assert(sizeof(struct tpe__hist) == sizeof(struct tpe_histogram),
     "struct tpe__hist mirrors struct tpe_histogram");
@@ -226,14 +225,10 @@ tpe__metrics_worker_put_locked(struct tpe__metrics *m,
 /* ---- timing ----------------------------------------------------------- */
 
 int64_t
-tpe__metrics_stamp_slow(unsigned flags)
+tpe__metrics_clock(void)
 {
-	int64_t now;
+	int64_t now = tpe__now_ns();
 
-	if ((flags & TPE_METRICS_TIME_ALL) == 0 &&
-	    ++stamp_tick % TPE__METRICS_PERIOD != 0)
-		return 0;
-	now = tpe__now_ns();
 	return now != 0 ? now : 1; /* 0 means "not timed" */
 }
 

@@ -168,14 +168,22 @@ tpe__metrics_count(struct tpe__metrics *m, enum tpe__metrics_counter c)
 			tpe__metrics_add(&(w)->field, (n));      \
 	} while (0)
 
+/* The submitting thread's countdown to its next timed task (metrics.c). */
+extern TPE__TLS unsigned tpe__metrics_tls_tick;
+
 /* The stamp of a node being made for a pool whose attributes say
  * `flags` (TPE_METRICS_*; 0: off): the clock, or 0 (not timed). The
- * submitting thread's countdown is its own (thread-local). */
-int64_t tpe__metrics_stamp_slow(unsigned flags);
+ * countdown is the submitting thread's own (thread-local). */
+int64_t tpe__metrics_clock(void);
 static inline int64_t
 tpe__metrics_stamp(unsigned flags)
 {
-	return flags == 0 ? 0 : tpe__metrics_stamp_slow(flags);
+	if (flags == 0)
+		return 0;
+	if ((flags & TPE_METRICS_TIME_ALL) == 0 &&
+	    ++tpe__metrics_tls_tick % TPE__METRICS_PERIOD != 0)
+		return 0;
+	return tpe__metrics_clock();
 }
 
 /* A worker starts a task stamped `accepted_ns` (0: not timed): returns
