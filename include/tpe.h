@@ -205,7 +205,7 @@ struct tpe_metrics {
 	uint64_t threads_started;  /* worker threads started */
 	uint64_t threads_retired;  /* worker threads that exited */
 	uint64_t threads_failed;   /* starts that failed (EAGAIN, ENOMEM) */
-	unsigned timing_period;    /* 1 in how many tasks is timed (1 or 8) */
+	unsigned timing_period;    /* 1 in how many tasks is timed (1 or 32) */
 	struct tpe_histogram queue_wait; /* accepted -> started */
 	struct tpe_histogram run_time;   /* started -> finished (with hooks) */
 };
@@ -264,7 +264,7 @@ TPE_API int tpe_attr_set_schedule_flags(tpe_attr_t *attr, unsigned flags);
 
 /*
  * Metrics (tpe_attr_set_metrics(3)): off by default. TPE_METRICS_ON
- * counts and times 1 in 8 of the tasks each thread submits;
+ * counts and times 1 in 32 of the tasks each thread submits;
  * TPE_METRICS_TIME_ALL (with ON) times every task.
  */
 #define TPE_METRICS_ON 0x1u

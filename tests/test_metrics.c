@@ -15,7 +15,21 @@
 #include <unistd.h>
 
 #include "base/sized.h"
+#define TU_FAULT_INJECTION
 #include "helpers.h"
+
+/* The metrics' cache-line-aligned blocks come from posix_memalign: failed
+ * with malloc and calloc (tests/Makefile.inc wraps it for this test). */
+int __real_posix_memalign(void **p, size_t align, size_t size);
+int __wrap_posix_memalign(void **p, size_t align, size_t size);
+
+int
+__wrap_posix_memalign(void **p, size_t align, size_t size)
+{
+	if (fault_hit(&malloc_fault))
+		return ENOMEM;
+	return __real_posix_memalign(p, align, size);
+}
 
 /* A queue kind of each engine: the locked one and the stacks one. */
 static const enum tpe_queue_kind both_engines[] = { TPE_QUEUE_UNBOUNDED,
@@ -104,7 +118,7 @@ test_metrics_errors(void **state)
 	assert_int_equal(tpe_get_metrics(on, m, 0), EINVAL);
 	assert_int_equal(tpe_metrics_reset(NULL), EINVAL);
 	assert_int_equal(tpe_get_metrics(on, m, sizeof(*m)), 0);
-	assert_int_equal(m->timing_period, 8);
+	assert_int_equal(m->timing_period, 32);
 	assert_int_equal(tpe_metrics_reset(on), 0);
 	assert_int_equal(tpe_destroy(off), 0);
 	assert_int_equal(tpe_destroy(on), 0);
@@ -180,7 +194,7 @@ test_metrics_exact_per_worker(void **state)
 	exact_counts(TPE_QUEUE_PER_WORKER, 0, 2);
 }
 
-/* Sampled: every task counted, 1 in 8 of this thread's timed. */
+/* Sampled: every task counted, 1 in 32 of this thread's timed. */
 static void
 test_metrics_sampled(void **state)
 {
@@ -194,14 +208,14 @@ test_metrics_sampled(void **state)
 
 		pool = metrics_pool(&(struct tu_pool_opts){ .core = 2,
 		    .max = 2, .queue = both_engines[k] }, TPE_METRICS_ON);
-		for (i = 0; i < 8 * 100; i++)
+		for (i = 0; i < 32 * 25; i++)
 			assert_int_equal(tpe_execute(pool, tu_count_fn,
 			    &count), 0);
 		assert_int_equal(tpe_wait_idle(pool, -1), 0);
 		m = metrics_of(pool);
 		assert_int_equal(m->tasks_run, 800);
-		assert_int_equal(m->tasks_timed, 100);
-		assert_int_equal(m->timing_period, 8);
+		assert_int_equal(m->tasks_timed, 25);
+		assert_int_equal(m->timing_period, 32);
 		assert_consistent(m);
 		assert_int_equal(tpe_destroy(pool), 0);
 		free(m);
@@ -671,6 +685,97 @@ test_metrics_fork(void **state)
 	assert_int_equal(WEXITSTATUS(st), 0);
 }
 
+/* ---- no memory --------------------------------------------------------- */
+
+/* tpe_create with metrics, each allocation failed in turn: ENOMEM, until
+ * none is left to fail. */
+static void
+test_metrics_enomem_create(void **state)
+{
+	tpe_attr_t *a;
+	long k;
+
+	(void)state;
+	a = tu_attr_with(&(struct tu_pool_opts){ .core = 1, .max = 1 });
+	assert_int_equal(tpe_attr_set_metrics(a, TPE_METRICS_ON), 0);
+	for (k = 0; k < 100; k++) {
+		tpe_t *pool = NULL;
+		long failed;
+		int rc;
+
+		fault_arm(&malloc_fault, k, 1, false);
+		rc = tpe_create(&pool, a);
+		failed = fault_disarm(&malloc_fault);
+		if (failed == 0) {
+			assert_int_equal(rc, 0);
+			assert_int_equal(tpe_destroy(pool), 0);
+			break;
+		}
+		assert_int_equal(rc, ENOMEM);
+	}
+	assert_true(k < 100);
+	tpe_attr_destroy(a);
+}
+
+/* A worker whose block cannot be allocated does not start: ENOMEM, counted
+ * as a failed start; the next start works. The first allocation of the
+ * call is the node, the next ones the block. */
+static void
+test_metrics_enomem_worker(void **state)
+{
+	struct tpe_metrics *m;
+	int count = 0;
+	tpe_t *pool;
+
+	(void)state;
+	pool = metrics_pool(&(struct tu_pool_opts){ .core = 1, .max = 1 },
+	    TPE_METRICS_ON);
+	fault_arm(&malloc_fault, 1, -1, false);
+	assert_int_equal(tpe_execute(pool, tu_count_fn, &count), ENOMEM);
+	assert_true(fault_disarm(&malloc_fault) >= 1);
+	m = metrics_of(pool);
+	assert_true(m->threads_failed >= 1);
+	assert_int_equal(m->threads_started, 0);
+	assert_int_equal(m->pool_size, 0);
+	free(m);
+	assert_int_equal(tpe_execute(pool, tu_count_fn, &count), 0);
+	assert_int_equal(tpe_wait_idle(pool, -1), 0);
+	m = metrics_of(pool);
+	assert_int_equal(m->threads_started, 1);
+	assert_int_equal(m->tasks_run, 1);
+	assert_int_equal(tu_load(&count), 1);
+	free(m);
+	assert_int_equal(tpe_destroy(pool), 0);
+}
+
+/* The copy of an older caller's read, and the first reset's baseline. */
+static void
+test_metrics_enomem_read_reset(void **state)
+{
+	size_t old = TPE__END_OF(struct tpe_metrics, timing_period);
+	struct tpe_metrics *m = calloc(1, sizeof(*m));
+	tpe_t *pool;
+
+	(void)state;
+	assert_non_null(m);
+	pool = metrics_pool(&(struct tu_pool_opts){ .core = 1, .max = 1 },
+	    TPE_METRICS_ON);
+	fault_arm(&malloc_fault, 0, -1, false);
+	assert_int_equal(tpe_get_metrics(pool, m, old), ENOMEM);
+	assert_int_equal(tpe_metrics_reset(pool), ENOMEM);
+	/* This version's size needs no copy. */
+	assert_int_equal(tpe_get_metrics(pool, m, sizeof(*m)), 0);
+	fault_disarm(&malloc_fault);
+	assert_int_equal(tpe_get_metrics(pool, m, old), 0);
+	assert_int_equal(tpe_metrics_reset(pool), 0);
+	/* The baseline is kept: a second reset allocates nothing. */
+	fault_arm(&malloc_fault, 0, -1, false);
+	assert_int_equal(tpe_metrics_reset(pool), 0);
+	fault_disarm(&malloc_fault);
+	assert_int_equal(tpe_destroy(pool), 0);
+	free(m);
+}
+
 /* ---- the growing-struct rule ------------------------------------------- */
 
 static void
@@ -887,6 +992,9 @@ main(void)
 		cmocka_unit_test(test_metrics_reserve),
 		cmocka_unit_test(test_metrics_shutdown_now),
 		cmocka_unit_test(test_metrics_fork),
+		cmocka_unit_test(test_metrics_enomem_create),
+		cmocka_unit_test(test_metrics_enomem_worker),
+		cmocka_unit_test(test_metrics_enomem_read_reset),
 		cmocka_unit_test(test_metrics_sizes),
 		cmocka_unit_test(test_metrics_prometheus_text),
 		cmocka_unit_test(test_metrics_prometheus_file),

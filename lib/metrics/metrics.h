@@ -41,13 +41,17 @@
  * negative.
  *
  * Timing: the submitting thread stamps a task's node with the monotonic
- * clock (tpe__now_ns, the vDSO's CLOCK_MONOTONIC) for 1 in 8 of its
+ * clock (tpe__now_ns, the vDSO's CLOCK_MONOTONIC) for 1 in 32 of its
  * submissions (a thread-local countdown), or for every one with
  * TPE_METRICS_TIME_ALL; a node not stamped holds 0. The worker counts
  * every task, and times the run of a stamped one: queue wait = start -
  * stamp, run time = end - start; so each timed task costs three clock
- * reads. Sampling keeps that off 7 in 8 tasks: tiny tasks cost about as
- * much as two clock reads (bench/tpe-bench.c, tiny-1).
+ * reads, some 80 ns on the 2-core VM this was written on (26 ns a read;
+ * the recording path measured alone: 81 ns a task timing every task,
+ * 10 ns sampling 1 in 8, 0.3 ns with metrics off), as much as a whole tiny
+ * task costs in a per-worker pool (50 to 100 ns): so 1 in 32, some 3 ns a
+ * task, within the budget of issue 22 (tiny-1 with metrics >= 0.9x).
+ * A cheaper clock (the TSC) would need calibration; not done.
  */
 #ifndef TPE_METRICS_H
 #define TPE_METRICS_H
@@ -62,7 +66,7 @@
 #include "tpe.h"
 
 /* 1 in how many of a thread's submissions is timed by default. */
-#define TPE__METRICS_PERIOD 8
+#define TPE__METRICS_PERIOD 32
 
 /* A histogram's buckets (tpe.h): one writer, relaxed (above). */
 struct tpe__hist {
