@@ -862,7 +862,7 @@ int
 tpe_get_metrics(const tpe_t *cpool, struct tpe_metrics *metrics, size_t size)
 {
 	tpe_t *pool = (tpe_t *)cpool; /* the lock is not part of the value */
-	struct tpe_metrics *snap = (struct tpe_metrics *)metrics;
+	struct tpe_metrics *snap = metrics;
 	struct tpe_stats st;
 
 	if (pool == NULL ||
