@@ -100,6 +100,8 @@ extern const struct peer tpe_bench_peer_libtpe_pw;
 extern const struct peer tpe_bench_peer_blk_managed;
 extern const struct peer tpe_bench_peer_blk_plain;
 extern const struct peer tpe_bench_peer_blk_sized;
+extern const struct peer tpe_bench_peer_libtpe_metrics;    /* libtpe-m */
+extern const struct peer tpe_bench_peer_libtpe_pw_metrics; /* libtpe-pw-m */
 extern const struct peer tpe_bench_peer_glib;
 extern const struct peer tpe_bench_peer_thpool;
 extern const struct peer tpe_bench_peer_uv;

@@ -15,6 +15,10 @@
  *
  *   "libtpe-pw" is the small-task pool: TPE_QUEUE_PER_WORKER, a fixed pool
  *   of nthreads workers (started by tpe_create), a stack per worker.
+ *
+ *   "libtpe-m" and "libtpe-pw-m" are "libtpe" and "libtpe-pw" with their
+ *   runtime metrics on (tpe_attr_set_metrics(3), the default sampling),
+ *   for issue 22's cost budget: tiny-1 with metrics >= 0.9x without.
  */
 #include <errno.h>
 
@@ -22,9 +26,10 @@
 
 #include "peer.h"
 
-/* A fixed pool of nthreads workers with the given queue kind. */
+/* A fixed pool of nthreads workers with the given queue kind and
+ * metrics flags (0: none). */
 static int
-fixed(void **out, int nthreads, enum tpe_queue_kind kind)
+fixed(void **out, int nthreads, enum tpe_queue_kind kind, unsigned metrics)
 {
 	tpe_attr_t *attr;
 	tpe_t *pool;
@@ -36,6 +41,8 @@ fixed(void **out, int nthreads, enum tpe_queue_kind kind)
 	rc = tpe_attr_set_pool_size(attr, (size_t)nthreads, (size_t)nthreads);
 	if (rc == 0)
 		rc = tpe_attr_set_queue(attr, kind, 0);
+	if (rc == 0)
+		rc = tpe_attr_set_metrics(attr, metrics);
 	if (rc == 0)
 		rc = tpe_create(&pool, attr);
 	tpe_attr_destroy(attr);
@@ -53,13 +60,25 @@ fixed(void **out, int nthreads, enum tpe_queue_kind kind)
 static int
 tp_create(void **out, int nthreads)
 {
-	return fixed(out, nthreads, TPE_QUEUE_UNBOUNDED);
+	return fixed(out, nthreads, TPE_QUEUE_UNBOUNDED, 0);
 }
 
 static int
 tp_create_per_worker(void **out, int nthreads)
 {
-	return fixed(out, nthreads, TPE_QUEUE_PER_WORKER);
+	return fixed(out, nthreads, TPE_QUEUE_PER_WORKER, 0);
+}
+
+static int
+tp_create_metrics(void **out, int nthreads)
+{
+	return fixed(out, nthreads, TPE_QUEUE_UNBOUNDED, TPE_METRICS_ON);
+}
+
+static int
+tp_create_per_worker_metrics(void **out, int nthreads)
+{
+	return fixed(out, nthreads, TPE_QUEUE_PER_WORKER, TPE_METRICS_ON);
 }
 
 static int
@@ -150,6 +169,26 @@ const struct peer tpe_bench_peer_libtpe_pw = {
 	.what = "tpe_execute, TPE_QUEUE_PER_WORKER: fixed pool, a stack per "
 	    "worker",
 	.create = tp_create_per_worker,
+	.submit = tp_submit,
+	.submitter_done = NULL,
+	.wait_all = tp_wait_all,
+	.destroy = tp_destroy,
+};
+
+const struct peer tpe_bench_peer_libtpe_metrics = {
+	.name = "libtpe-m",
+	.what = "libtpe with tpe_attr_set_metrics(TPE_METRICS_ON)",
+	.create = tp_create_metrics,
+	.submit = tp_submit,
+	.submitter_done = NULL,
+	.wait_all = tp_wait_all,
+	.destroy = tp_destroy,
+};
+
+const struct peer tpe_bench_peer_libtpe_pw_metrics = {
+	.name = "libtpe-pw-m",
+	.what = "libtpe-pw with tpe_attr_set_metrics(TPE_METRICS_ON)",
+	.create = tp_create_per_worker_metrics,
 	.submit = tp_submit,
 	.submitter_done = NULL,
 	.wait_all = tp_wait_all,

@@ -1120,6 +1120,7 @@ static const struct scenario scenarios[] = {
 
 /* ---- peers ---------------------------------------------------------- */
 
+
 struct peer_entry {
 	const char *name;
 	const struct peer *c;  /* an in-process peer, or NULL */
@@ -1141,6 +1142,9 @@ static struct peer_entry peers[] = {
 	{ "tpe-blk-managed", &tpe_bench_peer_blk_managed, NULL, NULL, NULL },
 	{ "tpe-blk-plain", &tpe_bench_peer_blk_plain, NULL, NULL, NULL },
 	{ "tpe-blk-sized", &tpe_bench_peer_blk_sized, NULL, NULL, NULL },
+	{ "libtpe-m", &tpe_bench_peer_libtpe_metrics, NULL, NULL, NULL },
+	{ "libtpe-pw-m", &tpe_bench_peer_libtpe_pw_metrics, NULL, NULL,
+	    NULL },
 #else
 	{ "libtpe", NULL, NULL, NULL, "built with TPE_BENCH_NO_LIBTPE" },
 #endif
@@ -1842,12 +1846,27 @@ speed_targets(void)
 	    1), false, 1, "x");
 }
 
+/* Issue 22: the metrics' cost, side by side in one run. */
+static void
+metrics_targets(void)
+{
+	if (result("tiny-1", "libtpe-m") == NULL &&
+	    result("tiny-1", "libtpe-pw-m") == NULL)
+		return;
+	out("\ntargets (issue 22, metrics on vs off, this machine):\n");
+	target("default tiny-1 tasks/s, metrics >= 0.9x off",
+	    ratio_of("tiny-1", "libtpe-m", "libtpe", 1), true, 0.9, "x");
+	target("pw tiny-1 tasks/s, metrics >= 0.9x off",
+	    ratio_of("tiny-1", "libtpe-pw-m", "libtpe-pw", 1), true, 0.9, "x");
+}
+
 static void
 print_targets(void)
 {
 	libtpe_targets();
 	per_worker_targets();
 	speed_targets();
+	metrics_targets();
 }
 
 /* ---- main ----------------------------------------------------------- */

@@ -17,6 +17,7 @@ queue     tpe.h base/ queue/                                     enforced
 policy    tpe.h base/ policy/                                    enforced
 pool      *                                                      enforced
 engine    *                                                      enforced
+metrics   tpe.h base/ metrics/                                   enforced
 strategy  tpe.h tpe/thpool.h base/ strategy/                     enforced
 coop      tpe.h tpe/thpool.h base/ coop/                         enforced
 ring      tpe.h tpe/thpool.h base/ ring/                         enforced

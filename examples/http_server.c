@@ -8,7 +8,10 @@
  *
  * GET and HEAD on any path answer 200 with a line of text; "?sleep=MS"
  * (0 to 10000) makes the handler block that long first, as a handler that
- * waits for a database would. SIGINT or SIGTERM stops the server cleanly.
+ * waits for a database would. GET /metrics answers the pool's metrics
+ * (tpe_get_metrics(3)) in the Prometheus text format, and the requests
+ * answered before it as http_requests_total. SIGINT or SIGTERM stops the
+ * server cleanly.
  *
  * Design
  * ------
@@ -460,6 +463,45 @@ respond(struct conn *c, int status, const struct request *rq)
 	return send_all(c, out, (size_t)hlen);
 }
 
+/*
+ * GET /metrics: the pool's metrics in the Prometheus text format
+ * (tpe_metrics_format_prometheus(3), sized by a first call), then the
+ * server's own count of the requests answered before this one. False when
+ * the answer could not be made or sent (the connection is then closed).
+ */
+static bool
+respond_metrics(struct conn *c, const struct request *rq)
+{
+	struct tpe_metrics *m = malloc(sizeof(*m));
+	char head[256], tail[128], *text = NULL;
+	size_t need = 0;
+	bool ok = false;
+	int hlen, tlen;
+
+	if (m == NULL || tpe_get_metrics(c->srv->pool, m, sizeof(*m)) != 0 ||
+	    tpe_metrics_format_prometheus(NULL, 0, &need, m, sizeof(*m),
+	    "http_pool", NULL) != ERANGE || (text = malloc(need)) == NULL ||
+	    tpe_metrics_format_prometheus(text, need, NULL, m, sizeof(*m),
+	    "http_pool", NULL) != 0)
+		goto out;
+	tlen = snprintf(tail, sizeof(tail), "# HELP http_requests_total "
+	    "Requests answered.\n# TYPE http_requests_total counter\n"
+	    "http_requests_total %lu\n", atomic_load_explicit(
+	    &c->srv->requests, memory_order_relaxed));
+	hlen = snprintf(head, sizeof(head), "HTTP/1.1 200 OK\r\n"
+	    "Server: libtpe-example\r\n"
+	    "Content-Type: text/plain; version=0.0.4; charset=utf-8\r\n"
+	    "Content-Length: %zu\r\n%s\r\n", need - 1 + (size_t)tlen,
+	    rq->close ? "Connection: close\r\n" : rq->minor == 0 ?
+	    "Connection: keep-alive\r\n" : "");
+	ok = send_all(c, head, (size_t)hlen) && (rq->head ||
+	    (send_all(c, text, need - 1) && send_all(c, tail, (size_t)tlen)));
+out:
+	free(text);
+	free(m);
+	return ok;
+}
+
 /* ---- connections ------------------------------------------------------ */
 
 static void
@@ -562,8 +604,12 @@ serve_buffered(struct conn *c)
 		}
 		if (rq.sleep_ms > 0)
 			sleep_ms(c->srv, rq.sleep_ms);
-		if (!respond(c, 200, &rq))
+		if (rq.target_len == 8 && memcmp(rq.target, "/metrics", 8) == 0) {
+			if (!respond_metrics(c, &rq))
+				return false;
+		} else if (!respond(c, 200, &rq)) {
 			return false;
+		}
 		atomic_fetch_add_explicit(&c->srv->requests, 1,
 		    memory_order_relaxed);
 		if (rq.close)
@@ -841,6 +887,8 @@ make_pool(struct server *srv, long threads, long reserved,
 		rc = tpe_attr_set_reserved_threads(attr, (int)reserved);
 	if (rc == 0)
 		rc = tpe_attr_set_thread_name(attr, "http");
+	if (rc == 0)	/* served at /metrics */
+		rc = tpe_attr_set_metrics(attr, TPE_METRICS_ON);
 	if (rc == 0)
 		rc = tpe_create(&srv->pool, attr);
 	tpe_attr_destroy(attr);

@@ -21,6 +21,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -160,6 +161,58 @@ struct tpe_strategy_stats {
 	uint64_t epc;  /* run there after production was handed to another thread */
 };
 
+/*
+ * Runtime metrics (tpe_attr_set_metrics(3), tpe_get_metrics(3)). A
+ * log-linear histogram of durations in nanoseconds: values below 64 ns
+ * have a bucket each, and every power of two above is cut into 32 equal
+ * buckets, so a bucket's width is at most 1/32 of its lower bound and
+ * tpe_histogram_percentile, which answers a bucket's midpoint, is within
+ * 1/64 (1.6%) of the value recorded. Values of 2^38 ns (275 s) or more
+ * count in the last bucket. TPE_HISTOGRAM_BUCKETS never changes within a
+ * version of the struct below.
+ */
+#define TPE_HISTOGRAM_BUCKETS 1088
+struct tpe_histogram {
+	uint64_t count;   /* values recorded */
+	uint64_t sum_ns;  /* their sum */
+	uint64_t buckets[TPE_HISTOGRAM_BUCKETS]; /* tpe_histogram_bucket_lower */
+};
+
+/*
+ * A pool's metrics, merged from its workers' counters when read. Grows at
+ * its end like struct tpe_stats (tpe_get_metrics takes the caller's
+ * sizeof). The counters count from tpe_create or the last
+ * tpe_metrics_reset; the four gauges are tpe_get_stats's.
+ */
+struct tpe_metrics {
+	size_t pool_size;          /* gauges: live workers, */
+	size_t active;             /* running a task, */
+	size_t idle;               /* waiting for one, */
+	size_t queued;             /* tasks waiting */
+	uint64_t tasks_run;        /* tasks the workers ran (exact) */
+	uint64_t tasks_timed;      /* of those, timed into the histograms */
+	uint64_t idle_waits;       /* a worker went to sleep for lack of work */
+	uint64_t wakeups;          /* a sleeping worker was woken */
+	uint64_t spin_hits;        /* a spinning worker saw a task come */
+	uint64_t batches;          /* stacks taken whole (per-worker pools) */
+	uint64_t steals;           /* batches taken from another worker */
+	uint64_t stolen_tasks;     /* tasks in those */
+	uint64_t reserve_hits;     /* tpe_try_execute found a reserved thread */
+	uint64_t reserve_misses;   /* tpe_try_execute said EAGAIN */
+	uint64_t rejected_abort;       /* refused: EAGAIN (TPE_REJECT_ABORT) */
+	uint64_t rejected_caller_runs; /* run by the submitter */
+	uint64_t rejected_discard;     /* dropped to the discard callback */
+	uint64_t rejected_discard_oldest; /* the oldest queued one dropped */
+	uint64_t rejected_handler;     /* given to the rejection handler */
+	uint64_t rejected_shutdown;    /* refused: ECANCELED, shut down */
+	uint64_t threads_started;  /* worker threads started */
+	uint64_t threads_retired;  /* worker threads that exited */
+	uint64_t threads_failed;   /* starts that failed (EAGAIN, ENOMEM) */
+	unsigned timing_period;    /* 1 in how many tasks is timed (1 or 32) */
+	struct tpe_histogram queue_wait; /* accepted -> started */
+	struct tpe_histogram run_time;   /* started -> finished (with hooks) */
+};
+
 /* ---- version ---------------------------------------------------------- */
 
 TPE_API const char *tpe_version(void);
@@ -219,6 +272,15 @@ TPE_API int tpe_attr_set_max_spare_threads(tpe_attr_t *attr, size_t n);
 #define TPE_SCHED_REMOVE_ON_CANCEL 0x4u
 /* 0; EINVAL attr NULL or a bit that is not one of TPE_SCHED_*. */
 TPE_API int tpe_attr_set_schedule_flags(tpe_attr_t *attr, unsigned flags);
+
+/*
+ * Metrics (tpe_attr_set_metrics(3)): off by default. TPE_METRICS_ON
+ * counts and times 1 in 32 of the tasks each thread submits;
+ * TPE_METRICS_TIME_ALL (with ON) times every task.
+ */
+#define TPE_METRICS_ON 0x1u
+#define TPE_METRICS_TIME_ALL 0x2u
+TPE_API int tpe_attr_set_metrics(tpe_attr_t *attr, unsigned flags);
 
 /* ---- the pool --------------------------------------------------------- */
 
@@ -292,6 +354,23 @@ typedef bool (*tpe_releasable_fn)(void *ctx);
 typedef bool (*tpe_block_fn)(void *ctx);
 TPE_API int tpe_managed_block(tpe_releasable_fn is_releasable,
     tpe_block_fn block, void *ctx);
+/* Metrics (tpe_get_metrics(3)): a merged snapshot, a reset, the helpers on
+ * a histogram, and the Prometheus text exposition format. */
+TPE_API int tpe_get_metrics(const tpe_t *pool, struct tpe_metrics *metrics,
+    size_t size);
+TPE_API int tpe_metrics_reset(tpe_t *pool);
+TPE_API int tpe_histogram_percentile(const struct tpe_histogram *h,
+    double percentile, uint64_t *value_ns);
+TPE_API int tpe_histogram_mean(const struct tpe_histogram *h,
+    double *mean_ns);
+TPE_API int tpe_histogram_record(struct tpe_histogram *h, uint64_t value_ns);
+TPE_API uint64_t tpe_histogram_bucket_lower(size_t bucket);
+TPE_API int tpe_metrics_write_prometheus(FILE *out,
+    const struct tpe_metrics *metrics, size_t size, const char *prefix,
+    const char *labels);
+TPE_API int tpe_metrics_format_prometheus(char *buf, size_t len,
+    size_t *needed, const struct tpe_metrics *metrics, size_t size,
+    const char *prefix, const char *labels);
 
 /* ---- futures ---------------------------------------------------------- */
 

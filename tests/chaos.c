@@ -46,6 +46,11 @@
  *     pool is empty (no thread, task, queue entry), the before and after
  *     hooks ran as often, every thread that started ended, the terminated
  *     hook ran once, and /proc/self/task has as many threads as before.
+ * Two rounds in three keep runtime metrics (tpe_attr_set_metrics, half of
+ * them timing every task; chosen from the keep-alive drawn, so that the
+ * draws of a seed stay as they were): at the end their counts are exact
+ * (tasks run = completed, every thread started retired, the rejections by
+ * cause add up to `rejected`, each histogram counts the tasks timed).
  * Some rounds also drive an execution strategy (tpe_strategy_*) in a random
  * mode from several threads: each produced task is consumed exactly once
  * and the strategy's counters add up to the tasks produced.
@@ -332,6 +337,37 @@ check_stats(tpe_t *pool, const char *where)
 	CHECK(st.pool_size <= st.largest_pool_size, "%s: pool_size %zu > "
 	    "largest_pool_size %zu", where, st.pool_size,
 	    st.largest_pool_size);
+}
+
+/* A terminated pool's metrics, when it keeps them: exact (the head). */
+static void
+check_metrics(tpe_t *pool, const struct tpe_stats *st)
+{
+	struct tpe_metrics *m = __real_malloc(sizeof(*m));
+	int rc;
+
+	if (m == NULL)
+		return;
+	rc = tpe_get_metrics(pool, m, sizeof(*m));
+	CHECK(rc == 0 || rc == ENOTSUP, "tpe_get_metrics = %d", rc);
+	if (rc == 0) {
+		CHECK(m->tasks_run == st->completed, "end: metrics tasks_run %"
+		    PRIu64 " != completed %" PRIu64, m->tasks_run,
+		    st->completed);
+		CHECK(m->threads_started == m->threads_retired, "end: threads "
+		    "started %" PRIu64 " != retired %" PRIu64,
+		    m->threads_started, m->threads_retired);
+		CHECK(m->rejected_abort + m->rejected_caller_runs +
+		    m->rejected_discard + m->rejected_discard_oldest +
+		    m->rejected_handler == st->rejected, "end: rejections by "
+		    "cause do not add up to %" PRIu64, st->rejected);
+		CHECK(m->queue_wait.count == m->tasks_timed &&
+		    m->run_time.count == m->tasks_timed &&
+		    m->tasks_timed <= m->tasks_run, "end: histograms count %"
+		    PRIu64 ", %" PRIu64 ", timed %" PRIu64,
+		    m->queue_wait.count, m->run_time.count, m->tasks_timed);
+	}
+	free(m);
 }
 
 static struct slot *
@@ -1162,6 +1198,9 @@ round_attr(struct round *r, uint64_t *rs)
 	    tpe_attr_set_terminated_hook(a, hook_terminated, r) ||
 	    tpe_attr_set_discard_callback(a, handback, r) ||
 	    tpe_attr_set_schedule_flags(a, r->sched_flags) ||
+	    tpe_attr_set_metrics(a, (ka / 1000) % 3 == 0 ? 0 :
+	    (ka / 1000) % 3 == 1 ? TPE_METRICS_ON :
+	    TPE_METRICS_ON | TPE_METRICS_TIME_ALL) ||
 	    (r->rej < 4 ? tpe_attr_set_rejection(a,
 	    (enum tpe_rejection)r->rej) :
 	    tpe_attr_set_rejection_handler(a, reject_handler, r));
@@ -1372,6 +1411,7 @@ run_round(uint64_t *rs, unsigned max_tasks, unsigned fault_every)
 		CHECK(st.submitted >= r->before, "end: submitted %" PRIu64
 		    " < tasks run by workers %" PRIu64, st.submitted,
 		    r->before);
+		check_metrics(r->pool, &st);
 	}
 	rc = tpe_destroy(r->pool);
 	CHECK(rc == 0, "tpe_destroy = %d", rc);

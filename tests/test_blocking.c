@@ -435,6 +435,84 @@ test_blocking_spares_stay(void **state)
 	tu_latch_destroy(&s.latch);
 }
 
+/*
+ * The spare is counted before its start returns: a compensating worker
+ * that runs a task and makes its exit decision while the thread that
+ * started it is still in pthread_create must see itself as a spare, not
+ * as a worker above max (it left at once before the fix). Built: the
+ * create wrapper holds the submitting thread after the thread exists
+ * until the new worker ran the opener, and the opener waits until the
+ * blocked task has left its section, so the decision comes with nobody
+ * blocked and the start not yet returned.
+ */
+static struct tu_latch *early_opener_done;
+
+static int
+hold_after_create(pthread_t *thread, const pthread_attr_t *attr,
+    void *(*start)(void *), void *arg)
+{
+	int rc = __real_pthread_create(thread, attr, start, arg);
+
+	if (rc == 0 && !tu_latch_wait_for(early_opener_done, TU_WAIT_BOUND))
+		fprintf(stderr, "spare counted early: the opener did not run\n");
+	return rc;
+}
+
+struct early {
+	struct tu_latch inside, latch, left, opener_done;
+};
+
+static void
+early_blocked_fn(void *arg)
+{
+	struct early *e = arg;
+
+	assert_int_equal(tpe_blocking_begin(), 0);
+	tu_latch_count_down(&e->inside);
+	tu_latch_wait(&e->latch);
+	assert_int_equal(tpe_blocking_end(), 0);
+	tu_latch_count_down(&e->left);
+}
+
+static void
+early_opener_fn(void *arg)
+{
+	struct early *e = arg;
+
+	tu_latch_count_down(&e->latch);
+	(void)tu_latch_wait_for(&e->left, TU_WAIT_BOUND);
+	tu_latch_count_down(&e->opener_done);
+}
+
+static void
+test_blocking_spare_counted_before_start(void **state)
+{
+	tpe_t *pool = scene_pool(TPE_QUEUE_UNBOUNDED, 1, 1);
+	struct early e;
+	struct tpe_stats st;
+
+	(void)state;
+	tu_latch_init(&e.inside, 1);
+	tu_latch_init(&e.latch, 1);
+	tu_latch_init(&e.left, 1);
+	tu_latch_init(&e.opener_done, 1);
+	early_opener_done = &e.opener_done;
+	assert_int_equal(tpe_execute(pool, early_blocked_fn, &e), 0);
+	assert_true(tu_latch_wait_for(&e.inside, TU_WAIT_BOUND));
+	create_around = hold_after_create;
+	assert_int_equal(tpe_execute(pool, early_opener_fn, &e), 0);
+	create_around = NULL;
+	assert_int_equal(tpe_wait_idle(pool, TU_WAIT_BOUND), 0);
+	st = tu_stats(pool);
+	assert_int_equal(st.compensations, 1);
+	assert_int_equal(st.pool_size, 2);
+	assert_int_equal(tpe_destroy(pool), 0);
+	tu_latch_destroy(&e.inside);
+	tu_latch_destroy(&e.latch);
+	tu_latch_destroy(&e.left);
+	tu_latch_destroy(&e.opener_done);
+}
+
 /* ---- reserved threads see blocked workers as unavailable -------------- */
 
 static void
@@ -794,6 +872,7 @@ main(void)
 		cmocka_unit_test(test_blocking_spares_retire),
 		cmocka_unit_test(test_blocking_scale_first),
 		cmocka_unit_test(test_blocking_spares_stay),
+		cmocka_unit_test(test_blocking_spare_counted_before_start),
 		cmocka_unit_test(test_blocking_reserve),
 		cmocka_unit_test(test_blocking_nested),
 		cmocka_unit_test(test_blocking_per_worker_second_section),

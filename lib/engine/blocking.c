@@ -84,9 +84,9 @@ tpe__locked_compensate_locked(struct tpe__locked *le)
 	if (pool->wc >= pool->max + pool->blocking.max_spare)
 		return EAGAIN;
 	above = pool->wc >= pool->max;
+	tpe__blocking_starting_locked(pool, above);
 	rc = tpe__worker_start_locked(pool, NULL);
-	if (rc == 0)
-		tpe__blocking_started_locked(pool, above);
+	tpe__blocking_started_locked(pool, above, rc == 0);
 	return rc;
 }
 

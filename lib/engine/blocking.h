@@ -51,14 +51,30 @@ tpe__blocking_above_max_locked(const tpe_t *pool)
 	return (s < n ? n - s : 0) > pool->max;
 }
 
-/* A worker was started to stand in for blocked ones; `above` when wc was
- * at or above max before the start (it is a spare). L held. */
+/*
+ * A worker is about to be started to stand in for blocked ones; `above`
+ * when wc is at or above max (it is a spare). Counted before the start,
+ * which drops L: the new worker may run a task, and make its exit
+ * decision, before the start returns; uncounted it would leave by the
+ * above-max rule at once. L held.
+ */
 static inline void
-tpe__blocking_started_locked(tpe_t *pool, bool above)
+tpe__blocking_starting_locked(tpe_t *pool, bool above)
 {
-	pool->blocking.compensations++;
 	if (above)
 		pool->blocking.spares++;
+}
+
+/* The start of tpe__blocking_starting_locked ended: ok, or failed (the
+ * spare is taken back; a worker leaving meanwhile may have clamped it
+ * already, tpe__blocking_left_locked). L held. */
+static inline void
+tpe__blocking_started_locked(tpe_t *pool, bool above, bool ok)
+{
+	if (ok)
+		pool->blocking.compensations++;
+	else if (above && pool->blocking.spares > 0)
+		pool->blocking.spares--;
 }
 
 /* wc fell: spares are never more than the workers above max. L held. */

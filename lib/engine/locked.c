@@ -248,6 +248,8 @@ take_locked(struct tpe__locked *le, int64_t deadline_ns, bool spin, int *rc)
 	    spin_pays_locked(le)) {
 		if (spin_for_offer(le, lock, deadline_ns)) {
 			le->spin_misses = 0;
+			TPE__METRICS_WORKER_ADD(tpe__metrics_tls_worker,
+			    spin_hits, 1);
 		} else {
 			le->spin_misses++;
 			*rc = EAGAIN; /* nothing came: the next wait sleeps */
@@ -264,9 +266,16 @@ take_locked(struct tpe__locked *le, int64_t deadline_ns, bool spin, int *rc)
 		 */
 		__atomic_store_n(&le->sleepers, le->sleepers + 1,
 		    __ATOMIC_SEQ_CST);
-		if (!tpe__queue_pending(le->q))
+		if (!tpe__queue_pending(le->q)) {
+			struct tpe__metrics_worker *mw =
+			    tpe__metrics_tls_worker;
+
+			TPE__METRICS_WORKER_ADD(mw, idle_waits, 1);
 			*rc = tpe__cond_wait_until(&le->work_cond, lock,
 			    deadline_ns);
+			if (*rc == 0)
+				TPE__METRICS_WORKER_ADD(mw, wakeups, 1);
+		}
 		TPE__ASSERT(le->sleepers > 0);
 		__atomic_store_n(&le->sleepers, le->sleepers - 1,
 		    __ATOMIC_RELAXED);
@@ -412,12 +421,16 @@ step_start_locked(tpe_t *pool, struct tpe__task *t, size_t limit, int *rc)
 		return false;
 	standing_in = pool->wc >= limit;
 	above = pool->wc >= pool->max;
+	if (standing_in)
+		tpe__blocking_starting_locked(pool, above);
 	if (start_with_task_locked(pool, t) == 0) {
 		if (standing_in)
-			tpe__blocking_started_locked(pool, above);
+			tpe__blocking_started_locked(pool, above, true);
 		*rc = 0;
 		return true;
 	}
+	if (standing_in)
+		tpe__blocking_started_locked(pool, above, false);
 	if (pool->state != TPE__RUNNING) {
 		*rc = ECANCELED;
 		return true;
@@ -562,6 +575,22 @@ tpe__locked_replace_oldest(struct tpe__locked *le, struct tpe__task *t,
 	return rc;
 }
 
+/* A rejection by verdict v, in the metrics (lib/metrics). */
+static void
+count_rejection(tpe_t *pool, enum tpe__verdict v)
+{
+	enum tpe__metrics_counter c;
+
+	switch (v) {
+	case TPE__VERDICT_RUN_HERE: c = TPE__M_REJECT_CALLER_RUNS; break;
+	case TPE__VERDICT_DISCARD: c = TPE__M_REJECT_DISCARD; break;
+	case TPE__VERDICT_REPLACE_OLDEST: c = TPE__M_REJECT_DISCARD_OLDEST; break;
+	case TPE__VERDICT_HANDLER: c = TPE__M_REJECT_HANDLER; break;
+	default: c = TPE__M_REJECT_ABORT; break;
+	}
+	tpe__metrics_count(pool->metrics, c);
+}
+
 /*
  * Step 4: the policy's verdicts, in order (policy.h), without the lock.
  * 0: a verdict took t (it ran, was handed back or queued); else an errno
@@ -588,6 +617,7 @@ reject(struct tpe__locked *le, struct tpe__task *t)
 			continue;
 		}
 		tpe__pool_count_rejected(pool);
+		count_rejection(pool, v);
 		if (v == TPE__VERDICT_REFUSE)
 			return EAGAIN;
 		if (v == TPE__VERDICT_REPLACE_OLDEST) {
@@ -788,6 +818,7 @@ locked_try_submit(struct tpe__engine *e, tpe_fn fn, void *arg)
 	char token = 0; /* this call's owner token (task.h) */
 
 	if (tpe__reserve_parked(&pool->reserve) == 0) {
+		tpe__metrics_count(pool->metrics, TPE__M_RESERVE_MISS);
 		reserve_miss(le);
 		return EAGAIN;
 	}
@@ -796,12 +827,15 @@ locked_try_submit(struct tpe__engine *e, tpe_fn fn, void *arg)
 		return ENOMEM;
 	tpe__pool_count_submitted(pool, 1);
 	if (tpe__reserve_hand(&pool->reserve, t, &pool->state, &pool->paused,
-	    &cancelled))
+	    &cancelled)) {
+		tpe__metrics_count(pool->metrics, TPE__M_RESERVE_HIT);
 		return 0;
+	}
 	tpe__pool_count_submitted(pool, -1);
 	tpe__task_free(&pool->tasks, t);
 	if (cancelled)
 		return ECANCELED;
+	tpe__metrics_count(pool->metrics, TPE__M_RESERVE_MISS);
 	reserve_miss(le);
 	return EAGAIN;
 }
@@ -1021,7 +1055,10 @@ locked_worker_loop(struct tpe__engine *e, struct tpe__task *t)
 {
 	struct tpe__locked *le = locked_of(e);
 	tpe_t *pool = le->pool;
+	/* NULL without metrics: one test per task (metrics.h). */
+	struct tpe__metrics_worker *mw = tpe__metrics_tls_worker;
 	bool reserved = false;
+	int64_t start = 0;
 
 	TPE__ASSERT_HELD(&pool->lock);
 	for (;;) {
@@ -1036,8 +1073,12 @@ locked_worker_loop(struct tpe__engine *e, struct tpe__task *t)
 			    pool->wc <= pool->nthreads);
 		}
 		tpe__mutex_unlock(&pool->lock);
+		if (mw != NULL)
+			start = tpe__metrics_task_start(mw, t->accepted_ns);
 		if (!tpe__task_run_keep(&pool->tasks, t))
 			return false;
+		if (mw != NULL)
+			tpe__metrics_task_end(mw, start);
 		tpe__blocking_task_done();
 		tpe__task_keep(&pool->tasks, t);
 		t = NULL;

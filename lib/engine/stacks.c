@@ -204,6 +204,8 @@ struct slot {
 				   * after the task, or by a thief */
 	uint64_t completed;       /* A, O: tasks it finished */
 	uint64_t dropped;         /* A, O: handed back at shutdown-now */
+	struct tpe__metrics_worker *mw; /* O: the owner's metrics block, or
+					 * NULL (lib/metrics) */
 } __attribute__((aligned(TPE__CACHE_LINE)));
 
 struct pw_queue {
@@ -629,6 +631,8 @@ run_batch(struct pw_queue *pq, struct slot *me, struct tpe__task *h,
 {
 	tpe_t *pool = pq->pool;
 	struct tpe__task *fifo = reverse(h), *t, *done = NULL, *last = NULL;
+	struct tpe__metrics_worker *mw = me->mw; /* NULL: no metrics */
+	int64_t start = 0;
 	size_t n = 0;
 
 	/* Tasks wait behind the first: pushed, maybe, before this worker
@@ -651,8 +655,12 @@ run_batch(struct pw_queue *pq, struct slot *me, struct tpe__task *h,
 		if (fifo != NULL)
 			__atomic_store_n(&me->rest, fifo, __ATOMIC_RELEASE);
 		count(&me->started);
+		if (mw != NULL)
+			start = tpe__metrics_task_start(mw, t->accepted_ns);
 		if (!tpe__task_run_keep(&pool->tasks, t))
 			return FORKED; /* touch nothing of the pool */
+		if (mw != NULL)
+			tpe__metrics_task_end(mw, start);
 		tpe__blocking_task_done();
 		/* t blocked and handed the slot over: it is not ours now. */
 		if (lost_slot(pq, me, t, done, last, n))
@@ -671,6 +679,7 @@ run_batch(struct pw_queue *pq, struct slot *me, struct tpe__task *h,
 	}
 	if (done != NULL)
 		tpe__task_end_chain(&pool->tasks, done, last, n);
+	TPE__METRICS_WORKER_ADD(mw, batches, 1);
 	*small = n <= BATCH_SMALL;
 	return GO_ON;
 }
@@ -735,6 +744,8 @@ spin(struct pw_queue *pq, struct slot *me, unsigned gen)
 		}
 	}
 	__atomic_store_n(&pq->spinner, 0, __ATOMIC_RELEASE);
+	if (h != NULL || is_task(tpe__hint_load(&me->head)))
+		TPE__METRICS_WORKER_ADD(me->mw, spin_hits, 1);
 	return h;
 }
 
@@ -753,6 +764,7 @@ sleep_until_work(struct pw_queue *pq, struct slot *me, unsigned gen)
 	if (!__atomic_compare_exchange_n(&me->head, &expect, SLEEP, false,
 	    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
 		return NULL; /* a task came: take it */
+	TPE__METRICS_WORKER_ADD(me->mw, idle_waits, 1);
 	set_asleep(pq, me);
 	for (;;) {
 		bool deep = false, woken;
@@ -772,8 +784,10 @@ sleep_until_work(struct pw_queue *pq, struct slot *me, unsigned gen)
 		    deep ? -1 : tpe__now_ns() + WATCH_NS);
 		__atomic_sub_fetch(deep ? &pq->deep : &pq->watchers, 1,
 		    __ATOMIC_SEQ_CST);
-		if (woken)
+		if (woken) {
+			TPE__METRICS_WORKER_ADD(me->mw, wakeups, 1);
 			break;
+		}
 		/* A watcher's look: tasks waiting behind an awake worker
 		 * (stuck in a long task, or behind). The marker stays: a
 		 * push onto this stack still wakes it. */
@@ -838,6 +852,18 @@ idle(struct pw_queue *pq, struct slot *me, struct tpe__task **hp)
 	return GO_ON;
 }
 
+/* A stack idle() stole (spin, a watcher's look), in the metrics. */
+static void
+count_stolen(struct tpe__metrics_worker *mw, const struct tpe__task *h)
+{
+	uint64_t n = 0;
+
+	for (; h != NULL; h = h->next)
+		n++;
+	tpe__metrics_add(&mw->steals, 1);
+	tpe__metrics_add(&mw->stolen_tasks, n);
+}
+
 /*
  * A worker's whole life, without the pool lock: it is dropped on entry and
  * taken back before the worker gives up its place in wc, as get_task does
@@ -860,10 +886,12 @@ pw_worker_loop(struct tpe__engine *q, struct tpe__task *first)
 	TPE__ASSERT(first == NULL);
 	(void)first;
 	tpe__mutex_unlock(&pool->lock);
-	if (i < pq->n)
+	if (i < pq->n) {
 		tls_slot = &pq->slots[i];
-	else if (adopt(pq, true) == NULL)
+		tls_slot->mw = tpe__metrics_tls_worker;
+	} else if (adopt(pq, true) == NULL) {
 		return true; /* no slot came: wc given up, L held */
+	}
 	me = tls_slot;
 	set_awake(me);
 	for (;;) {
@@ -880,6 +908,8 @@ pw_worker_loop(struct tpe__engine *q, struct tpe__task *first)
 		} else {
 			st = idle(pq, me, &h);
 			woken = true;
+			if (h != NULL && me->mw != NULL)
+				count_stolen(me->mw, h);
 		}
 		if (st == GO_ON && h != NULL)
 			st = run_batch(pq, me, h, &small);
@@ -944,9 +974,9 @@ pw_submit_wait(struct tpe__engine *q, tpe_fn fn, void *arg,
 static int
 pw_try_submit(struct tpe__engine *q, tpe_fn fn, void *arg)
 {
-	(void)q;
 	(void)fn;
 	(void)arg;
+	tpe__metrics_count(pw_of(q)->pool->metrics, TPE__M_RESERVE_MISS);
 	return EAGAIN;
 }
 
@@ -1203,6 +1233,8 @@ adopt(struct pw_queue *pq, bool counted)
 			pq->nfree--;
 			pq->spares--;
 			tls_slot = &pq->slots[i];
+			/* The slot's metrics are its owner's (lib/metrics). */
+			tls_slot->mw = tpe__metrics_tls_worker;
 			tpe__mutex_unlock(&pool->lock);
 			return tls_slot;
 		}

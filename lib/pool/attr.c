@@ -339,3 +339,15 @@ tpe_attr_set_schedule_flags(tpe_attr_t *attr, unsigned flags)
 	attr->sched_flags = flags;
 	return 0;
 }
+
+int
+tpe_attr_set_metrics(tpe_attr_t *attr, unsigned flags)
+{
+	const unsigned known = TPE_METRICS_ON | TPE_METRICS_TIME_ALL;
+
+	if (attr == NULL || (flags & ~known) != 0 ||
+	    (flags != 0 && (flags & TPE_METRICS_ON) == 0))
+		return EINVAL;
+	attr->metrics = flags;
+	return 0;
+}

@@ -71,6 +71,7 @@ struct tpe_attr {
 	int reserved;            /* reserved threads; -1: the heuristic */
 	unsigned sched_flags;    /* TPE_SCHED_* (lib/sched) */
 	size_t max_spare;        /* threads beyond max for blocked workers */
+	unsigned metrics;        /* TPE_METRICS_* (lib/metrics); 0: off */
 };
 
 /* Fills a with the defaults (used by tpe_attr_create and tpe_create(NULL)). */

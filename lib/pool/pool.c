@@ -173,6 +173,9 @@ tpe_create(tpe_t **poolp, const tpe_attr_t *attr)
 	if (rc == 0)
 		rc = tpe__reserve_init(&pool->reserve,
 		    tpe__reserve_capacity(&pool->attr));
+	if (rc == 0 && pool->attr.metrics != 0 &&
+	    (rc = tpe__metrics_create(&pool->metrics, pool->attr.metrics)) != 0)
+		tpe__reserve_destroy(&pool->reserve);
 	if (rc == 0) {
 		rc = tpe__policy_setup(pool->attr.policy,
 		    tpe__rejection_verdict(pool->attr.rejection,
@@ -180,8 +183,10 @@ tpe_create(tpe_t **poolp, const tpe_attr_t *attr)
 		if (rc == 0)
 			rc = tpe__engine_create(&pool->attr, &policy,
 			    &pool->engine);
-		if (rc != 0)
+		if (rc != 0) {
 			tpe__reserve_destroy(&pool->reserve);
+			tpe__metrics_destroy(pool->metrics);
+		}
 	}
 	if (rc != 0) {
 		free(pool);
@@ -228,6 +233,15 @@ tpe_create(tpe_t **poolp, const tpe_attr_t *attr)
 
 /* ---- handing tasks to the engine -------------------------------------- */
 
+/* A submission's result; one refused for shutdown counts in the metrics. */
+static int
+refused(tpe_t *pool, int rc)
+{
+	if (rc == ECANCELED)
+		tpe__metrics_count(pool->metrics, TPE__M_REJECT_SHUTDOWN);
+	return rc;
+}
+
 void
 tpe__pool_count_rejected(tpe_t *pool)
 {
@@ -241,7 +255,8 @@ tpe_execute(tpe_t *pool, tpe_fn fn, void *arg)
 {
 	if (pool == NULL || fn == NULL)
 		return EINVAL;
-	return pool->engine->ops->submit(pool->engine, fn, arg, NULL);
+	return refused(pool, pool->engine->ops->submit(pool->engine, fn, arg,
+	    NULL));
 }
 
 int
@@ -262,14 +277,15 @@ tpe_try_execute(tpe_t *pool, tpe_fn fn, void *arg)
 	if (pool == NULL || fn == NULL)
 		return EINVAL;
 	if (load_state(pool) != TPE__RUNNING)
-		return ECANCELED;
+		return refused(pool, ECANCELED);
 	/* A paused pool starts no task (tpe_pause(3)): refused, and no
 	 * reserved thread is asked for. The claimer re-checks after its
 	 * claim, and a thread handed a task as the pause comes holds it
 	 * until resume (tpe__reserve_park_locked). */
 	if (__atomic_load_n(&pool->paused, __ATOMIC_SEQ_CST))
 		return EAGAIN;
-	return pool->engine->ops->try_submit(pool->engine, fn, arg);
+	return refused(pool, pool->engine->ops->try_submit(pool->engine, fn,
+	    arg));
 }
 
 /*
@@ -290,7 +306,7 @@ submit_future(tpe_t *pool, tpe_call_fn fn, void *arg, bool wait,
 	/* Refused for shutdown before anything is allocated: a shut-down
 	 * pool says ECANCELED even when memory is short. */
 	if (load_state(pool) != TPE__RUNNING)
-		return ECANCELED;
+		return refused(pool, ECANCELED);
 	rc = tpe__future_create(&f, fn, arg);
 	if (rc != 0)
 		return rc;
@@ -300,7 +316,7 @@ submit_future(tpe_t *pool, tpe_call_fn fn, void *arg, bool wait,
 	if (rc != 0) {
 		tpe__future_unref(f);
 		tpe__future_unref(f);
-		return rc;
+		return refused(pool, rc);
 	}
 	*future = f;
 	return 0;
@@ -322,9 +338,9 @@ tpe_execute_wait(tpe_t *pool, tpe_fn fn, void *arg, int64_t timeout_ns)
 	/* Where the pool's state says no before anything is allocated, as
 	 * tpe_execute's own check. */
 	if (load_state(pool) != TPE__RUNNING)
-		return ECANCELED;
-	return pool->engine->ops->submit_wait(pool->engine, fn, arg, NULL,
-	    timeout_ns);
+		return refused(pool, ECANCELED);
+	return refused(pool, pool->engine->ops->submit_wait(pool->engine, fn,
+	    arg, NULL, timeout_ns));
 }
 
 int
@@ -512,6 +528,7 @@ tpe_destroy(tpe_t *pool)
 	pool->engine->ops->destroy(pool->engine);
 	tpe__node_returns_free(&pool->returns);
 	tpe__reserve_destroy(&pool->reserve);
+	tpe__metrics_destroy(pool->metrics);
 	tpe__cond_destroy(&pool->term_cond);
 	tpe__cond_destroy(&pool->idle_cond);
 	tpe__mutex_destroy(&pool->lock);
@@ -836,6 +853,56 @@ tpe_get_stats(const tpe_t *cpool, struct tpe_stats *stats, size_t size)
 	tpe__mutex_unlock(&pool->lock);
 	tpe__sized_copy(&tpe__stats_layout, stats, size, s);
 	return 0;
+}
+
+/* The metrics snapshot (lib/metrics) with tpe_get_stats's gauges, under
+ * the lock (the baseline). */
+int
+tpe_get_metrics(const tpe_t *cpool, struct tpe_metrics *metrics, size_t size)
+{
+	tpe_t *pool = (tpe_t *)cpool; /* the lock is not part of the value */
+	struct tpe_metrics *snap = metrics;
+	struct tpe_stats st;
+
+	if (pool == NULL ||
+	    tpe__sized_check(&tpe__metrics_layout, metrics, size) != 0)
+		return EINVAL;
+	if (pool->metrics == NULL)
+		return ENOTSUP;
+	/* The caller's struct when it holds this version (no 17 KiB on the
+	 * stack of a task that asks), else a copy. */
+	if (size < sizeof(*snap) && (snap = malloc(sizeof(*snap))) == NULL)
+		return ENOMEM;
+	(void)tpe_get_stats(pool, &st, sizeof(st));
+	tpe__mutex_lock(&pool->lock);
+	tpe__metrics_read_locked(pool->metrics, snap);
+	tpe__mutex_unlock(&pool->lock);
+	snap->pool_size = st.pool_size;
+	snap->active = st.active;
+	snap->idle = st.idle;
+	snap->queued = st.queued;
+	if (snap != metrics) {
+		tpe__sized_copy(&tpe__metrics_layout, metrics, size, snap);
+		free(snap);
+	} else if (size > sizeof(*snap)) {
+		memset((char *)metrics + sizeof(*snap), 0, size - sizeof(*snap));
+	}
+	return 0;
+}
+
+int
+tpe_metrics_reset(tpe_t *pool)
+{
+	int rc;
+
+	if (pool == NULL)
+		return EINVAL;
+	if (pool->metrics == NULL)
+		return ENOTSUP;
+	tpe__mutex_lock(&pool->lock);
+	rc = tpe__metrics_reset_locked(pool->metrics);
+	tpe__mutex_unlock(&pool->lock);
+	return rc;
 }
 
 /* ---- fork ------------------------------------------------------------- */

@@ -84,6 +84,7 @@
 #include "base/fork.h"
 #include "base/sync.h"
 #include "engine/engine.h"
+#include "metrics/metrics.h"
 #include "pool/attr.h"
 #include "pool/blocking.h"
 #include "pool/node_cache.h"
@@ -143,6 +144,8 @@ struct tpe {
 	size_t wc;                 /* L, A: written with tpe__pool_set_wc_locked */
 	size_t core;               /* L, A: read by the lock-free offer */
 	struct tpe__engine *engine; /* I; its state: engine.h */
+	struct tpe__metrics *metrics; /* I: NULL when off; its state:
+				       * metrics/metrics.h (its baseline L) */
 	bool queued_grow_to_max;   /* I: the policy's (policy.h) */
 	struct tpe_attr attr;      /* I: copy; live sizing fields above instead */
 	struct tpe__reserve reserve; /* I: capacity, slots; the rest A (reserve.h) */

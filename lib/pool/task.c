@@ -33,6 +33,7 @@
 #include "base/fork.h"
 #include "pool/node_cache.h"
 #include "pool/task.h"
+#include "metrics/metrics.h"
 
 TPE__TLS struct tpe__task *tpe__tls_running_node; /* task.h */
 TPE__TLS tpe_t *tpe__tls_hook_pool;                /* task.h */
@@ -99,6 +100,7 @@ tpe__task_new(const struct tpe__tasks *ts, tpe_fn fn, void *arg, struct tpe_futu
 		t->arg = arg;
 		t->future = f;
 		t->owner = owner;
+		t->accepted_ns = tpe__metrics_stamp(ts->attr->metrics);
 	}
 	return t;
 }

@@ -88,6 +88,7 @@ worker_main(void *arg)
 	snprintf(name, sizeof(name), "%s-%lu", a->name_prefix, w->id);
 	tpe__thread_set_name(name);
 	tpe__tls_worker_pool = pool;
+	tpe__metrics_tls_worker = w->mw; /* the engines' (metrics.h) */
 	if (a->on_start != NULL) {
 		a->on_start(pool, a->thread_hook_ctx);
 		if (forked(gen))
@@ -109,8 +110,13 @@ worker_main(void *arg)
 			return NULL;
 	}
 	tpe__tls_worker_pool = NULL;
+	tpe__metrics_tls_worker = NULL;
 
 	tpe__mutex_lock(&pool->lock);
+	if (pool->metrics != NULL) {
+		tpe__metrics_worker_put_locked(pool->metrics, w->mw);
+		tpe__metrics_count(pool->metrics, TPE__M_THREAD_RETIRED);
+	}
 	list_remove(&pool->live, w);
 	list_insert(&pool->exited, w);
 	TPE__ASSERT(pool->nthreads > 0);
@@ -149,12 +155,22 @@ int
 tpe__worker_start_locked(tpe_t *pool, struct tpe__task *first)
 {
 	struct tpe__worker *w;
+	struct tpe__metrics_worker *mw = NULL;
 	unsigned long id;
 	pthread_t tid;
 	bool terminate;
 	int rc;
 
 	TPE__ASSERT_HELD(&pool->lock);
+	/* Its metrics block first: failing here changes nothing. */
+	if (pool->metrics != NULL &&
+	    (mw = tpe__metrics_worker_get_locked(pool->metrics)) == NULL) {
+		tpe__metrics_count(pool->metrics, TPE__M_THREAD_FAILED);
+		return ENOMEM;
+	}
+	/* Counted before the thread can run and retire (undone below if
+	 * it does not start). */
+	tpe__metrics_count(pool->metrics, TPE__M_THREAD_STARTED);
 	/* Reserve: concurrent callers see the slot taken at once. */
 	tpe__pool_set_wc_locked(pool, pool->wc + 1);
 	note_largest_locked(pool);
@@ -171,6 +187,7 @@ tpe__worker_start_locked(tpe_t *pool, struct tpe__task *first)
 		w->pool = pool;
 		w->first = first;
 		w->id = id;
+		w->mw = mw;
 		w->joinable = false;
 		tpe__mutex_lock(&pool->lock);
 		list_insert(&pool->live, w);
@@ -187,6 +204,12 @@ tpe__worker_start_locked(tpe_t *pool, struct tpe__task *first)
 		w->thread = tid;
 		w->joinable = true;
 		return 0;
+	}
+	if (pool->metrics != NULL) {
+		tpe__metrics_worker_put_locked(pool->metrics, mw);
+		tpe__counter_sub(&pool->metrics->counters[
+		    TPE__M_THREAD_STARTED], 1);
+		tpe__metrics_count(pool->metrics, TPE__M_THREAD_FAILED);
 	}
 	if (w != NULL) {
 		list_remove(&pool->live, w);

@@ -19,6 +19,7 @@ struct tpe__worker {
 	tpe_t *pool;                /* I */
 	struct tpe__task *first;    /* the creator's task; owned by the worker once started */
 	unsigned long id;           /* I: the N of "prefix-N" */
+	struct tpe__metrics_worker *mw; /* I: its metrics block, or NULL */
 	struct tpe__worker *prev, *next; /* L: on pool->live or pool->exited */
 };
 

@@ -1,0 +1,216 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * metrics.h - a pool's runtime metrics: per-worker counter blocks with
+ * their latency histograms, pool-wide counters, merged on read
+ * (tpe_get_metrics(3)).
+ *
+ * Design notes
+ * ------------
+ * Where it sits: lib/metrics, beside the pool: it includes only tpe.h and
+ * base/ (build-aux/check-layering.sh); the pool, its workers and the
+ * engines call it, it calls nothing of theirs. A pool created without
+ * metrics has pool->metrics == NULL and every recording point is one test
+ * of a pointer the worker loaded once (the engines keep it in a local or
+ * in the worker's own slot).
+ *
+ * Blocks: each worker thread owns one struct tpe__metrics_worker for its
+ * whole life, given by tpe__metrics_worker_get_locked before the thread
+ * starts and given back by tpe__metrics_worker_put_locked when it exits;
+ * get and put are serialised by the caller's lock (the pool lock, "L"),
+ * which also hands a block from a worker that exited to the next one that
+ * starts (the put happens-before the get). A block is never freed before
+ * tpe__metrics_destroy and never cleared: a worker that exits leaves its
+ * counts in its block, the next worker adds to them, so the sums survive
+ * resizes and thread churn, and the memory is one block per thread the
+ * pool ever had at once (its largest pool size).
+ *
+ * Writers: a block has one writer at a time (its worker, "O"), which adds
+ * with a relaxed load and a relaxed store (no read-modify-write, no locked
+ * instruction); readers load each word relaxed: a count no other data
+ * depends on (base/atomic.h, counters). The pool-wide counters (reserve,
+ * rejections, threads) have many writers: relaxed atomic adds, on their
+ * own cache line. Every block is on the list `all` (pushed with a release
+ * CAS, read from an acquire load of the head: the reader then sees the
+ * block's initialised fields), which a reader walks to sum them.
+ *
+ * Reset: a writer's load-and-store would undo a reset that cleared its
+ * block under it, so tpe_metrics_reset keeps a baseline, a merged
+ * snapshot, and every read subtracts it (L guards the baseline). Each
+ * counter only grows and a later relaxed load of a word never returns an
+ * older value than an earlier one (coherence), so no difference is
+ * negative.
+ *
+ * Timing: the submitting thread stamps a task's node with the monotonic
+ * clock (tpe__now_ns, the vDSO's CLOCK_MONOTONIC) for 1 in 32 of its
+ * submissions (a thread-local countdown), or for every one with
+ * TPE_METRICS_TIME_ALL; a node not stamped holds 0. The worker counts
+ * every task, and times the run of a stamped one: queue wait = start -
+ * stamp, run time = end - start; so each timed task costs three clock
+ * reads, some 80 ns on the 2-core VM this was written on (26 ns a read;
+ * the recording path measured alone: 81 ns a task timing every task,
+ * 10 ns sampling 1 in 8, 0.3 ns with metrics off), as much as a whole tiny
+ * task costs in a per-worker pool (50 to 100 ns): so 1 in 32, some 3 ns a
+ * task, within the budget of issue 22 (tiny-1 with metrics >= 0.9x).
+ * A cheaper clock (the TSC) would need calibration; not done.
+ */
+#ifndef TPE_METRICS_H
+#define TPE_METRICS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/atomic.h"
+#include "base/sized.h"
+#include "base/sync.h"
+#include "tpe.h"
+
+/* 1 in how many of a thread's submissions is timed by default. */
+#define TPE__METRICS_PERIOD 32
+
+/* A histogram's buckets (tpe.h): one writer, relaxed (above). */
+struct tpe__hist {
+	uint64_t count;
+	uint64_t sum_ns;
+	uint64_t buckets[TPE_HISTOGRAM_BUCKETS];
+};
+
+/* One worker's block; O: its worker, read relaxed by any thread. */
+struct tpe__metrics_worker {
+	uint64_t tasks_run;    /* O */
+	uint64_t tasks_timed;  /* O */
+	uint64_t idle_waits;   /* O */
+	uint64_t wakeups;      /* O */
+	uint64_t spin_hits;    /* O */
+	uint64_t batches;      /* O */
+	uint64_t steals;       /* O */
+	uint64_t stolen_tasks; /* O */
+	struct tpe__metrics_worker *all_next;  /* I once on `all` */
+	struct tpe__metrics_worker *free_next; /* L: on `free` */
+	struct tpe__hist queue_wait;           /* O */
+	struct tpe__hist run_time;             /* O */
+} __attribute__((aligned(TPE__CACHE_LINE)));
+
+/* The pool-wide counters: many writers, relaxed adds. */
+enum tpe__metrics_counter {
+	TPE__M_RESERVE_HIT,
+	TPE__M_RESERVE_MISS,
+	TPE__M_REJECT_ABORT,
+	TPE__M_REJECT_CALLER_RUNS,
+	TPE__M_REJECT_DISCARD,
+	TPE__M_REJECT_DISCARD_OLDEST,
+	TPE__M_REJECT_HANDLER,
+	TPE__M_REJECT_SHUTDOWN,
+	TPE__M_THREAD_STARTED,
+	TPE__M_THREAD_RETIRED,
+	TPE__M_THREAD_FAILED,
+	TPE__M_COUNT
+};
+
+struct tpe__metrics {
+	bool time_all;                        /* I: TPE_METRICS_TIME_ALL */
+	struct tpe__metrics_worker *all;      /* A: release CAS push, acquire
+					       * load; never popped */
+	struct tpe__metrics_worker *free;     /* L: blocks of exited workers */
+	struct tpe_metrics *baseline;         /* L: the last reset, or NULL */
+	/* Many writers (submitters, starters): a line of their own. */
+	uint64_t counters[TPE__M_COUNT] __attribute__((aligned(TPE__CACHE_LINE))); /* A */
+} ;
+
+/* The block of the calling worker thread, or NULL (no metrics, or not a
+ * worker); set by the worker's thread before its loop (worker.c). */
+extern TPE__TLS struct tpe__metrics_worker *tpe__metrics_tls_worker;
+
+/* flags: TPE_METRICS_*, with TPE_METRICS_ON. 0 or ENOMEM. */
+int tpe__metrics_create(struct tpe__metrics **m, unsigned flags);
+/* Frees every block; no worker is left. NULL: nothing. */
+void tpe__metrics_destroy(struct tpe__metrics *m);
+
+/* A block for a worker about to start (a spent one, else a new one): the
+ * caller's lock held (the pool lock). NULL: ENOMEM. */
+struct tpe__metrics_worker *tpe__metrics_worker_get_locked(
+    struct tpe__metrics *m);
+/* The block of a worker that exited, or whose start failed; its counts
+ * stay. The caller's lock held. */
+void tpe__metrics_worker_put_locked(struct tpe__metrics *m,
+    struct tpe__metrics_worker *w);
+
+/* The merged snapshot, minus the baseline, into *out (zeroed first; the
+ * gauges are the caller's). The caller's lock held (the baseline). */
+void tpe__metrics_read_locked(const struct tpe__metrics *m,
+    struct tpe_metrics *out);
+/* The counts from now on start at 0. The caller's lock held. 0, ENOMEM. */
+int tpe__metrics_reset_locked(struct tpe__metrics *m);
+
+/* The layout of struct tpe_metrics (base/sized.h). */
+extern const struct tpe__sized tpe__metrics_layout;
+
+/* Histogram bucket of a value (tpe.h). */
+size_t tpe__hist_index(uint64_t v);
+
+/* ---- recording --------------------------------------------------------- */
+
+/* A one-writer add: relaxed load and store (the design notes). */
+static inline void
+tpe__metrics_add(uint64_t *c, uint64_t n)
+{
+	tpe__hint_store(c, tpe__hint_load(c) + n);
+}
+
+/* A pool-wide count (m may be NULL: metrics off). */
+static inline void
+tpe__metrics_count(struct tpe__metrics *m, enum tpe__metrics_counter c)
+{
+	if (m != NULL)
+		tpe__counter_add(&m->counters[c], 1);
+}
+
+/* A worker's count in its own block (w may be NULL: metrics off). */
+#define TPE__METRICS_WORKER_ADD(w, field, n)                     \
+	do {                                                     \
+		if ((w) != NULL)                                 \
+			tpe__metrics_add(&(w)->field, (n));      \
+	} while (0)
+
+/* The submitting thread's countdown to its next timed task (metrics.c). */
+extern TPE__TLS unsigned tpe__metrics_tls_tick;
+
+/* The stamp of a node being made for a pool whose attributes say
+ * `flags` (TPE_METRICS_*; 0: off): the clock, or 0 (not timed). The
+ * countdown is the submitting thread's own (thread-local). */
+int64_t tpe__metrics_clock(void);
+static inline int64_t
+tpe__metrics_stamp(unsigned flags)
+{
+	if (flags == 0)
+		return 0;
+	if ((flags & TPE_METRICS_TIME_ALL) == 0 &&
+	    ++tpe__metrics_tls_tick % TPE__METRICS_PERIOD != 0)
+		return 0;
+	return tpe__metrics_clock();
+}
+
+/* A worker starts a task stamped `accepted_ns` (0: not timed): returns
+ * the start time for tpe__metrics_task_end, or 0. w not NULL. */
+int64_t tpe__metrics_task_start_slow(struct tpe__metrics_worker *w,
+    int64_t accepted_ns);
+static inline int64_t
+tpe__metrics_task_start(struct tpe__metrics_worker *w, int64_t accepted_ns)
+{
+	return accepted_ns == 0 ? 0 : tpe__metrics_task_start_slow(w,
+	    accepted_ns);
+}
+
+/* The task started at `start_ns` (0: not timed) ended: counted, and
+ * timed. w not NULL. */
+void tpe__metrics_task_end_slow(struct tpe__metrics_worker *w,
+    int64_t start_ns);
+static inline void
+tpe__metrics_task_end(struct tpe__metrics_worker *w, int64_t start_ns)
+{
+	tpe__metrics_add(&w->tasks_run, 1);
+	if (start_ns != 0)
+		tpe__metrics_task_end_slow(w, start_ns);
+}
+
+#endif /* TPE_METRICS_H */
