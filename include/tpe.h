@@ -189,6 +189,8 @@ struct tpe_metrics {
 	size_t active;             /* running a task, */
 	size_t idle;               /* waiting for one, */
 	size_t queued;             /* tasks waiting */
+	size_t blocked;            /* of the active, in a blocking section
+				    * (tpe_blocking_begin(3)) */
 	uint64_t tasks_run;        /* tasks the workers ran (exact) */
 	uint64_t tasks_timed;      /* of those, timed into the histograms */
 	uint64_t idle_waits;       /* a worker went to sleep for lack of work */
@@ -208,6 +210,7 @@ struct tpe_metrics {
 	uint64_t threads_started;  /* worker threads started */
 	uint64_t threads_retired;  /* worker threads that exited */
 	uint64_t threads_failed;   /* starts that failed (EAGAIN, ENOMEM) */
+	uint64_t compensations;    /* workers started for blocked ones */
 	unsigned timing_period;    /* 1 in how many tasks is timed (1 or 32) */
 	struct tpe_histogram queue_wait; /* accepted -> started */
 	struct tpe_histogram run_time;   /* started -> finished (with hooks) */

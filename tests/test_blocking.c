@@ -513,6 +513,54 @@ test_blocking_spare_counted_before_start(void **state)
 	tu_latch_destroy(&e.opener_done);
 }
 
+/*
+ * The metrics (tpe_get_metrics(3)) report the blocked workers as a gauge
+ * and the compensations as a counter that tpe_metrics_reset restarts;
+ * the Prometheus text names them.
+ */
+static void
+test_blocking_metrics(void **state)
+{
+	tpe_attr_t *a = tu_attr_with(&(struct tu_pool_opts){ .core = 1,
+	    .max = 1 });
+	struct tpe_metrics *m = malloc(sizeof(*m));
+	char *text = malloc(1 << 20);
+	struct sf s;
+	tpe_t *pool;
+
+	(void)state;
+	assert_non_null(m);
+	assert_non_null(text);
+	assert_int_equal(tpe_attr_set_metrics(a, TPE_METRICS_ON), 0);
+	assert_int_equal(tpe_create(&pool, a), 0);
+	tpe_attr_destroy(a);
+	tu_latch_init(&s.inside, 1);
+	tu_latch_init(&s.latch, 1);
+	assert_int_equal(tpe_execute(pool, sf_blocked_fn, &s), 0);
+	assert_true(tu_latch_wait_for(&s.inside, TU_WAIT_BOUND));
+	assert_int_equal(tpe_get_metrics(pool, m, sizeof(*m)), 0);
+	assert_int_equal(m->blocked, 1);
+	assert_int_equal(m->compensations, 0);
+	assert_int_equal(tpe_execute(pool, opener_fn, &s.latch), 0);
+	assert_int_equal(tpe_wait_idle(pool, TU_WAIT_BOUND), 0);
+	assert_int_equal(tpe_get_metrics(pool, m, sizeof(*m)), 0);
+	assert_int_equal(m->blocked, 0);
+	assert_int_equal(m->compensations, 1);
+	assert_int_equal(tpe_metrics_format_prometheus(text, 1 << 20, NULL, m,
+	    sizeof(*m), "tpe", NULL), 0);
+	assert_non_null(strstr(text, "tpe_compensations_total 1\n"));
+	assert_non_null(strstr(text, "tpe_blocked_threads 0\n"));
+	assert_int_equal(tpe_metrics_reset(pool), 0);
+	assert_int_equal(tpe_get_metrics(pool, m, sizeof(*m)), 0);
+	assert_int_equal(m->compensations, 0);
+	assert_int_equal(tu_stats(pool).compensations, 1);
+	assert_int_equal(tpe_destroy(pool), 0);
+	tu_latch_destroy(&s.inside);
+	tu_latch_destroy(&s.latch);
+	free(m);
+	free(text);
+}
+
 /* ---- reserved threads see blocked workers as unavailable -------------- */
 
 static void
@@ -873,6 +921,7 @@ main(void)
 		cmocka_unit_test(test_blocking_scale_first),
 		cmocka_unit_test(test_blocking_spares_stay),
 		cmocka_unit_test(test_blocking_spare_counted_before_start),
+		cmocka_unit_test(test_blocking_metrics),
 		cmocka_unit_test(test_blocking_reserve),
 		cmocka_unit_test(test_blocking_nested),
 		cmocka_unit_test(test_blocking_per_worker_second_section),

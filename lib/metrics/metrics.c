@@ -24,13 +24,15 @@ _Static_assert(sizeof(struct tpe__hist) == sizeof(struct tpe_histogram),
 
 #define END(m) TPE__END_OF(struct tpe_metrics, m)
 static const size_t metrics_ends[] = {
-	END(pool_size), END(active), END(idle), END(queued), END(tasks_run),
+	END(pool_size), END(active), END(idle), END(queued), END(blocked),
+	END(tasks_run),
 	END(tasks_timed), END(idle_waits), END(wakeups), END(spin_hits),
 	END(batches), END(steals), END(stolen_tasks), END(reserve_hits),
 	END(reserve_misses), END(rejected_abort), END(rejected_caller_runs),
 	END(rejected_discard), END(rejected_discard_oldest),
 	END(rejected_handler), END(rejected_shutdown), END(threads_started),
-	END(threads_retired), END(threads_failed), END(timing_period),
+	END(threads_retired), END(threads_failed), END(compensations),
+	END(timing_period),
 	END(queue_wait), END(run_time),
 };
 _Static_assert(END(run_time) == sizeof(struct tpe_metrics),

@@ -184,6 +184,9 @@ emit_all(struct sink *s, const struct names *n, const struct tpe_metrics *m)
 	    m->idle);
 	emit_gauge(s, n, "queued_tasks", "Tasks waiting to start.",
 	    m->queued);
+	emit_gauge(s, n, "blocked_threads",
+	    "Workers inside a blocking section (tpe_blocking_begin).",
+	    m->blocked);
 	emit_counter(s, n, "tasks_run_total", "Tasks the workers ran.",
 	    m->tasks_run);
 	emit_counter(s, n, "tasks_timed_total",
@@ -224,6 +227,9 @@ emit_all(struct sink *s, const struct names *n, const struct tpe_metrics *m)
 	    "Worker threads that exited.", m->threads_retired);
 	emit_counter(s, n, "threads_failed_total",
 	    "Worker thread starts that failed.", m->threads_failed);
+	emit_counter(s, n, "compensations_total",
+	    "Workers started to stand in for blocked ones.",
+	    m->compensations);
 	emit_histogram(s, n, "queue_wait_seconds",
 	    "Time from acceptance to start of the timed tasks.",
 	    &m->queue_wait);

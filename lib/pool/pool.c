@@ -876,11 +876,14 @@ tpe_get_metrics(const tpe_t *cpool, struct tpe_metrics *metrics, size_t size)
 	(void)tpe_get_stats(pool, &st, sizeof(st));
 	tpe__mutex_lock(&pool->lock);
 	tpe__metrics_read_locked(pool->metrics, snap);
+	snap->compensations = pool->blocking.compensations -
+	    pool->metrics_comp_base;
 	tpe__mutex_unlock(&pool->lock);
 	snap->pool_size = st.pool_size;
 	snap->active = st.active;
 	snap->idle = st.idle;
 	snap->queued = st.queued;
+	snap->blocked = st.blocked;
 	if (snap != metrics) {
 		tpe__sized_copy(&tpe__metrics_layout, metrics, size, snap);
 		free(snap);
@@ -901,6 +904,8 @@ tpe_metrics_reset(tpe_t *pool)
 		return ENOTSUP;
 	tpe__mutex_lock(&pool->lock);
 	rc = tpe__metrics_reset_locked(pool->metrics);
+	if (rc == 0)
+		pool->metrics_comp_base = pool->blocking.compensations;
 	tpe__mutex_unlock(&pool->lock);
 	return rc;
 }

@@ -146,6 +146,8 @@ struct tpe {
 	struct tpe__engine *engine; /* I; its state: engine.h */
 	struct tpe__metrics *metrics; /* I: NULL when off; its state:
 				       * metrics/metrics.h (its baseline L) */
+	uint64_t metrics_comp_base;   /* L: blocking.compensations at the
+				       * last tpe_metrics_reset */
 	bool queued_grow_to_max;   /* I: the policy's (policy.h) */
 	struct tpe_attr attr;      /* I: copy; live sizing fields above instead */
 	struct tpe__reserve reserve; /* I: capacity, slots; the rest A (reserve.h) */
