@@ -1074,7 +1074,8 @@ locked_worker_loop(struct tpe__engine *e, struct tpe__task *t)
 		}
 		tpe__mutex_unlock(&pool->lock);
 		if (mw != NULL)
-			start = tpe__metrics_task_start(mw, t->accepted_ns);
+			start = tpe__metrics_task_start(mw,
+			    tpe__task_accepted_ns(t));
 		if (!tpe__task_run_keep(&pool->tasks, t))
 			return false;
 		if (mw != NULL)

@@ -656,7 +656,8 @@ run_batch(struct pw_queue *pq, struct slot *me, struct tpe__task *h,
 			__atomic_store_n(&me->rest, fifo, __ATOMIC_RELEASE);
 		count(&me->started);
 		if (mw != NULL)
-			start = tpe__metrics_task_start(mw, t->accepted_ns);
+			start = tpe__metrics_task_start(mw,
+			    tpe__task_accepted_ns(t));
 		if (!tpe__task_run_keep(&pool->tasks, t))
 			return FORKED; /* touch nothing of the pool */
 		if (mw != NULL)

@@ -57,6 +57,9 @@ struct tpe_future {
 	void *arg;        /* I */
 	unsigned refs;    /* A: atomic */
 	unsigned fork_gen; /* I: tpe__fork_generation at creation */
+	int64_t accepted_ns; /* I: when its task was made, for the metrics
+			      * (queue/node.h); written before the task is
+			      * published, read by the worker that takes it */
 	const struct tpe__future_sched *sched; /* A: NULL unless tpe_schedule*,
 				 * then lib/sched's, which it may swap for
 				 * another (a release store; future.c's

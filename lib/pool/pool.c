@@ -748,14 +748,16 @@ match_fn_arg(const struct tpe__task *t, void *ctx)
 {
 	const struct match_fn_arg *m = ctx;
 
-	return t->future == NULL && t->fn == m->fn && t->arg == m->arg;
+	return tpe__task_future(t) == NULL && t->fn == m->fn &&
+	    t->arg == m->arg;
 }
 
 static bool
 match_cancelled(const struct tpe__task *t, void *ctx)
 {
 	(void)ctx;
-	return t->future != NULL && tpe_future_is_cancelled(t->future);
+	return tpe__task_future(t) != NULL &&
+	    tpe_future_is_cancelled(tpe__task_future(t));
 }
 
 int
@@ -925,8 +927,8 @@ atfork_child(void *ctx)
 	pool->engine->ops->drain_locked(pool->engine, NULL, NULL, SIZE_MAX,
 	    &out);
 	while ((t = tpe__task_list_pop(&out)) != NULL) {
-		if (t->future != NULL)
-			tpe__future_unref(t->future);
+		if (tpe__task_future(t) != NULL)
+			tpe__future_unref(tpe__task_future(t));
 		tpe__sched_atfork_forget(t);
 		tpe__task_free(&pool->tasks, t);
 	}

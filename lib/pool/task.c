@@ -96,11 +96,19 @@ tpe__task_new(const struct tpe__tasks *ts, tpe_fn fn, void *arg, struct tpe_futu
 
 	if (t != NULL) {
 		t->next = NULL;
+		int64_t now = tpe__metrics_stamp(ts->attr->metrics);
+
+		/* A future's task has no function of its own (node.h). */
+		TPE__ASSERT((fn == NULL) == (f != NULL));
 		t->fn = fn;
 		t->arg = arg;
-		t->future = f;
 		t->owner = owner;
-		t->accepted_ns = tpe__metrics_stamp(ts->attr->metrics);
+		if (f != NULL) {
+			t->u.future = f;
+			f->accepted_ns = now;
+		} else {
+			t->u.accepted_ns = now;
+		}
 	}
 	return t;
 }
@@ -115,7 +123,9 @@ tpe__task_free(const struct tpe__tasks *ts, struct tpe__task *t)
 static void *
 user_arg(const struct tpe__task *t)
 {
-	return t->future != NULL ? t->future->arg : t->arg;
+	struct tpe_future *f = tpe__task_future(t);
+
+	return f != NULL ? f->arg : t->arg;
 }
 
 /* tpe__task_hand_back; with `keep`, the node is left to the caller
@@ -124,7 +134,7 @@ static bool
 hand_back(const struct tpe__tasks *ts, struct tpe__task *t, tpe_handback_fn cb, void *ctx,
     bool keep)
 {
-	struct tpe_future *f = t->future;
+	struct tpe_future *f = tpe__task_future(t);
 	tpe_fn fn = f != NULL ? NULL : t->fn;
 	void *arg = user_arg(t);
 	unsigned gen = tpe__fork_gen();
@@ -179,7 +189,7 @@ tpe__task_hand_back_list(const struct tpe__tasks *ts, struct tpe__task_list *l,
 void
 tpe__task_run_inline(const struct tpe__tasks *ts, struct tpe__task *t)
 {
-	struct tpe_future *f = t->future;
+	struct tpe_future *f = tpe__task_future(t);
 	tpe_fn fn = t->fn;
 	void *arg = t->arg;
 
@@ -204,7 +214,7 @@ int
 tpe__task_offer_to_handler(const struct tpe__tasks *ts, struct tpe__task *t,
     tpe_reject_fn handler, void *ctx)
 {
-	struct tpe_future *f = t->future;
+	struct tpe_future *f = tpe__task_future(t);
 	int rc;
 
 	if (f != NULL)
@@ -223,7 +233,7 @@ static bool
 run(const struct tpe__tasks *ts, struct tpe__task *t, bool keep)
 {
 	const struct tpe_attr *a = ts->attr;
-	struct tpe_future *f = t->future;
+	struct tpe_future *f = tpe__task_future(t);
 	tpe_fn fn = t->fn;
 	void *arg = user_arg(t);
 	tpe_fn hook_fn = fn;

@@ -21,21 +21,32 @@ struct tpe_future;
 
 struct tpe__task {
 	struct tpe__task *next;     /* owner's list link (queue or local list) */
-	tpe_fn fn;                  /* the user's task; NULL when future != NULL */
+	tpe_fn fn;                  /* the user's task; NULL for a tpe_submit
+				     * task (then u.future is set) */
 	void *arg;                  /* the user's argument (callable's, for futures) */
-	struct tpe_future *future;  /* set for tpe_submit tasks (holds a reference) */
+	/* Read through tpe__task_future: a tpe_submit task (fn NULL) has its
+	 * future here (holding a reference); any other the time it was
+	 * accepted, for the metrics (lib/metrics; a future keeps its own,
+	 * pool/future.h). One word for both keeps the node at 40 bytes, a
+	 * 48-byte malloc chunk (a field of its own made it 64). */
+	union {
+		struct tpe_future *future;
+		int64_t accepted_ns;
+	} u;
 	/* The submitting call's token (the address of a local of that call,
 	 * unique among calls in progress): once the node is in the queue and
 	 * the lock was dropped, it may have run and been reused for another
 	 * task, so taking "this task" back must match the token too, not the
 	 * node's address alone (engine/locked.c, take_back_locked). */
 	const void *owner;
-	/* When the submitting call made the node, on CLOCK_MONOTONIC, for a
-	 * task its pool's metrics time (lib/metrics); else 0. The one field
-	 * that no other can share: it takes the node from 40 to 48 bytes,
-	 * a 64-byte malloc chunk instead of 48 (tpe-bench memory-task). */
-	int64_t accepted_ns;
 };
+
+/* The future of a tpe_submit task, NULL for any other. */
+static inline struct tpe_future *
+tpe__task_future(const struct tpe__task *t)
+{
+	return t->fn == NULL ? t->u.future : NULL;
+}
 
 /* A singly linked FIFO of nodes, for lists handed between modules. */
 struct tpe__task_list {

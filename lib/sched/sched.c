@@ -952,7 +952,7 @@ tpe__sched_translate(struct tpe__sched_hook *h, struct tpe__task *t)
 	struct tpe__sched *s = hook_sched(h);
 	struct sched_task *r;
 
-	if (s == NULL || t->future != NULL)
+	if (s == NULL || tpe__task_future(t) != NULL)
 		return true;
 	if (t->fn == gate_task) {
 		tpe__mutex_lock(&s->lock);
@@ -965,8 +965,11 @@ tpe__sched_translate(struct tpe__sched_hook *h, struct tpe__task *t)
 		return true;
 	r = t->arg;
 	tpe__future_cancel(&r->f);
+	/* The user's pair; a tpe_schedule_call task's fn is NULL, which
+	 * makes the node a future's (node.h): one with none. */
 	t->fn = r->fn;
 	t->arg = r->arg;
+	t->u.future = NULL;
 	release_record(r);
 	return true;
 }
@@ -1031,7 +1034,7 @@ tpe__sched_atfork_forget(struct tpe__task *t)
 {
 	/* The child: only the scheduler's reference goes (an atomic
 	 * decrement; the last one frees without touching the locks). */
-	if (t->future == NULL && t->fn == run_task)
+	if (t->fn == run_task)
 		tpe__future_unref(&((struct sched_task *)t->arg)->f);
 }
 
