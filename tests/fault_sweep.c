@@ -363,6 +363,10 @@ struct shape {
 	int reserved;
 };
 
+/* TPE_METRICS_* for the pools pool_of makes (a metrics scenario sets it
+ * in its child). */
+static unsigned pool_metrics;
+
 /* Creates a pool of `sh`; NULL when an injected fault refused it (then
  * nothing was written and nothing is kept). */
 static tpe_t *
@@ -382,6 +386,7 @@ pool_of(const struct shape *sh)
 	CHECK(tpe_attr_set_policy(attr, sh->policy) == 0);
 	CHECK(tpe_attr_set_reserved_threads(attr, sh->reserved) == 0);
 	CHECK(tpe_attr_set_discard_callback(attr, handback_fn, NULL) == 0);
+	CHECK(tpe_attr_set_metrics(attr, pool_metrics) == 0);
 	rc = expect(tpe_create(&pool, attr), 0);
 	tpe_attr_destroy(attr);
 	if (rc != 0) {
@@ -930,6 +935,54 @@ sc_schedule_shutdown_now(void)
 	}
 }
 
+/*
+ * Metrics (tpe_get_metrics(3)) on a pool whose every task is timed: a
+ * worker whose block cannot be allocated is a failed start, so once the
+ * pool is idle every accepted task was counted, and the histograms hold
+ * the timed ones. The
+ * snapshot and the text live in static storage (this file's code
+ * allocates nothing itself).
+ */
+static struct tpe_metrics metrics_snap;
+static char metrics_text[1 << 16];
+
+static void
+sc_metrics(void)
+{
+	static const struct shape sh = { 2, 2, TPE_QUEUE_UNBOUNDED, 0,
+	    TPE_POLICY_QUEUE_FIRST, 0 };
+	tpe_t *pool;
+	int i, accepted = 0, rc;
+
+	pool_metrics = TPE_METRICS_ON | TPE_METRICS_TIME_ALL;
+	pool = pool_of(&sh);
+	if (pool == NULL)
+		return;
+	for (i = 0; i < 6; i++)
+		accepted += execute(pool, task_fn, i) == 0;
+	CHECK(tpe_wait_idle(pool, 30 * TU_S) == 0);
+	rc = tpe_get_metrics(pool, &metrics_snap, sizeof(metrics_snap));
+	CHECK(rc == 0);
+	CHECK(metrics_snap.tasks_run == (uint64_t)accepted);
+	CHECK(metrics_snap.run_time.count == metrics_snap.tasks_timed);
+	CHECK(tpe_metrics_format_prometheus(metrics_text,
+	    sizeof(metrics_text), NULL, &metrics_snap, sizeof(metrics_snap),
+	    "tpe", NULL) == 0);
+	(void)expect(tpe_metrics_reset(pool), 0);
+	finish(pool);
+}
+
+/* A per-worker pool with metrics, sampled: create, tasks, shutdown. */
+static void
+sc_per_worker_metrics(void)
+{
+	static const struct shape sh = { 3, 3, TPE_QUEUE_PER_WORKER, 0,
+	    TPE_POLICY_QUEUE_FIRST, 0 };
+
+	pool_metrics = TPE_METRICS_ON;
+	run_shape(&sh, 8);
+}
+
 static const struct scenario scenarios[] = {
 	{ "unbounded", NULL, { 2, 2, TPE_QUEUE_UNBOUNDED, 0, QF, 0 }, 6 },
 	{ "bounded", NULL, { 1, 3, TPE_QUEUE_BOUNDED, 8, QF, 0 }, 6 },
@@ -955,6 +1008,8 @@ static const struct scenario scenarios[] = {
 	{ .name = "schedule", .fn = sc_schedule },
 	{ .name = "periodic", .fn = sc_periodic },
 	{ .name = "schedule_shutdown_now", .fn = sc_schedule_shutdown_now },
+	{ .name = "metrics", .fn = sc_metrics },
+	{ .name = "per_worker_metrics", .fn = sc_per_worker_metrics },
 };
 
 #define NSCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))
