@@ -1058,7 +1058,7 @@ locked_worker_loop(struct tpe__engine *e, struct tpe__task *t)
 	/* NULL without metrics: one test per task (metrics.h). */
 	struct tpe__metrics_worker *mw = tpe__metrics_tls_worker;
 	bool reserved = false;
-	int64_t start = 0;
+	int64_t start = 0, accepted = 0;
 
 	TPE__ASSERT_HELD(&pool->lock);
 	for (;;) {
@@ -1075,11 +1075,11 @@ locked_worker_loop(struct tpe__engine *e, struct tpe__task *t)
 		tpe__mutex_unlock(&pool->lock);
 		if (mw != NULL)
 			start = tpe__metrics_task_start(mw,
-			    tpe__task_accepted_ns(t));
+			    accepted = tpe__task_accepted_ns(t));
 		if (!tpe__task_run_keep(&pool->tasks, t))
 			return false;
 		if (mw != NULL)
-			tpe__metrics_task_end(mw, start);
+			tpe__metrics_task_end(mw, accepted, start);
 		tpe__blocking_task_done();
 		tpe__task_keep(&pool->tasks, t);
 		t = NULL;

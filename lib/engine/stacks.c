@@ -632,7 +632,7 @@ run_batch(struct pw_queue *pq, struct slot *me, struct tpe__task *h,
 	tpe_t *pool = pq->pool;
 	struct tpe__task *fifo = reverse(h), *t, *done = NULL, *last = NULL;
 	struct tpe__metrics_worker *mw = me->mw; /* NULL: no metrics */
-	int64_t start = 0;
+	int64_t start = 0, accepted = 0;
 	size_t n = 0;
 
 	/* Tasks wait behind the first: pushed, maybe, before this worker
@@ -657,11 +657,11 @@ run_batch(struct pw_queue *pq, struct slot *me, struct tpe__task *h,
 		count(&me->started);
 		if (mw != NULL)
 			start = tpe__metrics_task_start(mw,
-			    tpe__task_accepted_ns(t));
+			    accepted = tpe__task_accepted_ns(t));
 		if (!tpe__task_run_keep(&pool->tasks, t))
 			return FORKED; /* touch nothing of the pool */
 		if (mw != NULL)
-			tpe__metrics_task_end(mw, start);
+			tpe__metrics_task_end(mw, accepted, start);
 		tpe__blocking_task_done();
 		/* t blocked and handed the slot over: it is not ours now. */
 		if (lost_slot(pq, me, t, done, last, n))

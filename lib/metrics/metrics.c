@@ -234,22 +234,14 @@ tpe__metrics_clock(void)
 	return now != 0 ? now : 1; /* 0 means "not timed" */
 }
 
-int64_t
-tpe__metrics_task_start_slow(struct tpe__metrics_worker *w,
-    int64_t accepted_ns)
-{
-	int64_t now = tpe__now_ns();
-
-	hist_record(&w->queue_wait,
-	    now > accepted_ns ? (uint64_t)(now - accepted_ns) : 0);
-	return now != 0 ? now : 1;
-}
-
 void
-tpe__metrics_task_end_slow(struct tpe__metrics_worker *w, int64_t start_ns)
+tpe__metrics_task_end_slow(struct tpe__metrics_worker *w,
+    int64_t accepted_ns, int64_t start_ns)
 {
 	int64_t now = tpe__now_ns();
 
+	hist_record(&w->queue_wait, start_ns > accepted_ns ?
+	    (uint64_t)(start_ns - accepted_ns) : 0);
 	hist_record(&w->run_time,
 	    now > start_ns ? (uint64_t)(now - start_ns) : 0);
 	tpe__metrics_add(&w->tasks_timed, 1);

@@ -191,26 +191,28 @@ tpe__metrics_stamp(unsigned flags)
 }
 
 /* A worker starts a task stamped `accepted_ns` (0: not timed): returns
- * the start time for tpe__metrics_task_end, or 0. w not NULL. */
-int64_t tpe__metrics_task_start_slow(struct tpe__metrics_worker *w,
-    int64_t accepted_ns);
+ * the start time for tpe__metrics_task_end, or 0. Records nothing yet. */
 static inline int64_t
 tpe__metrics_task_start(struct tpe__metrics_worker *w, int64_t accepted_ns)
 {
-	return accepted_ns == 0 ? 0 : tpe__metrics_task_start_slow(w,
-	    accepted_ns);
+	(void)w;
+	return accepted_ns == 0 ? 0 : tpe__metrics_clock();
 }
 
-/* The task started at `start_ns` (0: not timed) ended: counted, and
- * timed. w not NULL. */
+/* The task accepted at `accepted_ns` and started at `start_ns` (0: not
+ * timed) ended: counted, and timed. Its queue wait is recorded here with
+ * its run time, not at its start, so that both histograms and
+ * tasks_timed count the same tasks: a task still running (a scrape's own
+ * task, reading the metrics) is in none of them. w not NULL. */
 void tpe__metrics_task_end_slow(struct tpe__metrics_worker *w,
-    int64_t start_ns);
+    int64_t accepted_ns, int64_t start_ns);
 static inline void
-tpe__metrics_task_end(struct tpe__metrics_worker *w, int64_t start_ns)
+tpe__metrics_task_end(struct tpe__metrics_worker *w, int64_t accepted_ns,
+    int64_t start_ns)
 {
 	tpe__metrics_add(&w->tasks_run, 1);
 	if (start_ns != 0)
-		tpe__metrics_task_end_slow(w, start_ns);
+		tpe__metrics_task_end_slow(w, accepted_ns, start_ns);
 }
 
 #endif /* TPE_METRICS_H */
