@@ -554,6 +554,11 @@ struct tpe_tasklet {
 };  /* grows only at its end: tpe_coop_submit takes the caller's sizeof */
 
 #define TPE_COOP_NO_STEALING 0x1u
+/* Metrics (tpe_coop_get_metrics(3)): off by default. TPE_COOP_METRICS
+ * counts every tasklet call and times 1 in 32 of them on average;
+ * TPE_COOP_METRICS_TIME_ALL (with METRICS) times every call. */
+#define TPE_COOP_METRICS 0x2u
+#define TPE_COOP_METRICS_TIME_ALL 0x4u
 struct tpe_coop_config {
 	size_t threads;           /* 0: the CPUs this process may run on */
 	int64_t max_park_ns;      /* 0: 1 ms; the idle backoff's bound */
@@ -572,6 +577,23 @@ TPE_API int tpe_job_wait_result(tpe_job_t *job, int64_t timeout_ns,
 TPE_API int tpe_job_cancel(tpe_job_t *job);
 TPE_API void tpe_job_release(tpe_job_t *job);
 TPE_API int tpe_coop_destroy(tpe_coop_t *coop);
+
+/*
+ * A tasklet service's metrics (tpe_coop_get_metrics(3)), merged from its
+ * workers' counters when read; counted from tpe_coop_create. Grows at its
+ * end like struct tpe_stats (the call takes the caller's sizeof).
+ */
+struct tpe_coop_metrics {
+	uint64_t calls;            /* tasklet calls by the workers (exact) */
+	uint64_t calls_timed;      /* of those, timed into call_time */
+	uint64_t passes;           /* worker passes over their tasklets */
+	uint64_t idle_passes;      /* of those, passes with no progress */
+	uint64_t parks;            /* a worker parked (timed or not) */
+	unsigned timing_period;    /* 1 in how many calls is timed (1 or 32) */
+	struct tpe_histogram call_time; /* call -> return of a tasklet */
+};
+TPE_API int tpe_coop_get_metrics(const tpe_coop_t *coop,
+    struct tpe_coop_metrics *metrics, size_t size);
 
 #ifdef __cplusplus
 }
