@@ -498,6 +498,28 @@ TPE_API int tpe_strategy_get_stats(const tpe_strategy_t *strategy,
     struct tpe_strategy_stats *stats, size_t size);
 TPE_API int tpe_strategy_destroy(tpe_strategy_t *strategy);
 
+/*
+ * A strategy's metrics (tpe_strategy_get_metrics(3)): the counts of
+ * struct tpe_strategy_stats and the hand-over times of EPC. Grows at its
+ * end like struct tpe_stats.
+ */
+struct tpe_strategy_metrics {
+	uint64_t pc;               /* as struct tpe_strategy_stats */
+	uint64_t pic;
+	uint64_t pec;
+	uint64_t epc;
+	uint64_t handovers;        /* production given up for EPC, metrics on */
+	uint64_t handovers_reclaimed; /* of those, ended by another thread
+				       * than the pending producer */
+	struct tpe_histogram handover_time; /* given up -> a pending
+					     * producer takes production */
+};
+/* flags: TPE_METRICS_ON, or 0 (off, the default). */
+TPE_API int tpe_strategy_set_metrics(tpe_strategy_t *strategy,
+    unsigned flags);
+TPE_API int tpe_strategy_get_metrics(const tpe_strategy_t *strategy,
+    struct tpe_strategy_metrics *metrics, size_t size);
+
 /* ---- SPSC rings ------------------------------------------------------- */
 
 /*
