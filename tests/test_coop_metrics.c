@@ -59,9 +59,10 @@ coop_new(size_t threads, unsigned flags)
 	return coop;
 }
 
-/* Runs one job of n counting tasklets to its end; the calls they saw. */
+/* Runs one job of n counting tasklets to its end, the first `blocking`
+ * of them blocking; the calls they saw. */
 static uint64_t
-run_job(tpe_coop_t *coop, struct ctr *c, size_t n)
+run_job_blocking(tpe_coop_t *coop, struct ctr *c, size_t n, size_t blocking)
 {
 	struct tpe_tasklet ts[16];
 	tpe_job_t *job;
@@ -70,7 +71,8 @@ run_job(tpe_coop_t *coop, struct ctr *c, size_t n)
 
 	assert_true(n <= 16);
 	for (i = 0; i < n; i++)
-		ts[i] = (struct tpe_tasklet){ ctr_fn, &c[i], NULL, 0 };
+		ts[i] = (struct tpe_tasklet){ ctr_fn, &c[i], NULL,
+		    i < blocking ? TPE_TASKLET_BLOCKING : 0 };
 	assert_int_equal(tpe_coop_submit(coop, ts, n, sizeof(ts[0]), &job),
 	    0);
 	assert_int_equal(tpe_job_wait(job, -1), 0);
@@ -78,6 +80,12 @@ run_job(tpe_coop_t *coop, struct ctr *c, size_t n)
 	for (i = 0; i < n; i++)
 		calls += (uint64_t)tu_load(&c[i].calls);
 	return calls;
+}
+
+static uint64_t
+run_job(tpe_coop_t *coop, struct ctr *c, size_t n)
+{
+	return run_job_blocking(coop, c, n, 0);
 }
 
 static uint64_t
@@ -140,6 +148,45 @@ test_coop_metrics_time_all_exact(void **state)
 	assert_int_equal(m->call_time.count, seen + seen2);
 	free(m);
 	assert_int_equal(tpe_coop_destroy(coop), 0);
+}
+
+/* The dedicated threads of blocking tasklets count their calls too (in
+ * the shared block), timed or sampled like the workers'. */
+static void
+test_coop_metrics_blocking_tasklets(void **state)
+{
+	static const unsigned flags[] = { TPE_COOP_METRICS |
+	    TPE_COOP_METRICS_TIME_ALL, TPE_COOP_METRICS };
+	struct tpe_coop_metrics *m;
+	struct ctr c[4];
+	uint64_t seen;
+	size_t i, k;
+
+	(void)state;
+	for (k = 0; k < 2; k++) {
+		tpe_coop_t *coop = coop_new(1, flags[k]);
+
+		for (i = 0; i < 4; i++)
+			c[i] = (struct ctr){ .limit = 300 + (int)i,
+			    .progress = TPE_MADE_PROGRESS };
+		seen = run_job_blocking(coop, c, 4, 2);
+		assert_int_equal(seen, 4 * 300 + 6);
+		m = metrics_of(coop);
+		assert_int_equal(m->calls, seen);
+		assert_int_equal(m->call_time.count, m->calls_timed);
+		assert_int_equal(bucket_sum(&m->call_time), m->calls_timed);
+		if (k == 0)
+			assert_int_equal(m->calls_timed, seen);
+		else
+			/* At least 1 in 63 of each thread's calls: the
+			 * worker's 605, the dedicated threads' 300, 301. */
+			assert_true(m->calls_timed >= 605 / 63 + 300 / 63 +
+			    301 / 63 && m->calls_timed < seen);
+		/* Only the worker's passes: its two tasklets' calls. */
+		assert_true(m->passes <= 300 + 3);
+		free(m);
+		assert_int_equal(tpe_coop_destroy(coop), 0);
+	}
 }
 
 /* Sampled: every call counted, about 1 in 32 timed, the histogram holds
@@ -339,6 +386,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_coop_metrics_time_all_exact),
 		cmocka_unit_test(test_coop_metrics_sampled),
+		cmocka_unit_test(test_coop_metrics_blocking_tasklets),
 		cmocka_unit_test(test_coop_metrics_known_delay),
 		cmocka_unit_test(test_coop_metrics_idle_passes),
 		cmocka_unit_test(test_coop_metrics_sized),

@@ -122,16 +122,19 @@
  * a pointer per call), written by that worker alone with a relaxed load
  * and store (metrics/metrics.h's one-writer add: no locked instruction),
  * read by tpe_coop_get_metrics with relaxed loads and summed: the merge on
- * read of lib/metrics. Every cooperative call is counted; 1 in 32 on
+ * read of lib/metrics. Every call is counted; 1 in 32 on
  * average is timed (two reads of CLOCK_MONOTONIC, some 50 ns, where a
- * tasklet call costs 3 to 4 ns: the NEWS entry has the numbers), at
+ * tasklet call costs 4 to 5 ns: the NEWS entry has the numbers), at
  * random intervals from a per-worker generator, so that a round robin of
  * tasklets whose count divides the period is not always sampled on the
  * same tasklet; TPE_COOP_METRICS_TIME_ALL times every call. A call's
  * counts are written after it returns and before its slot can end, so a
  * thread that saw the job complete sees them (the completion orders
- * them). Calls by the dedicated threads of blocking tasklets are not
- * counted.
+ * them). The dedicated threads of blocking tasklets count their calls
+ * in one more block, shared (`metrics[n]`): many writers, relaxed atomic
+ * adds (a blocking tasklet's call is slow anyway); each thread samples
+ * with a generator of its own. Passes, idle passes and parks are the
+ * workers' only.
  *
  * Lock order: coop->lock -> job->lock -> worker->lock; no thread holds
  * two worker locks. A worker holds no lock while it calls a tasklet or
@@ -185,6 +188,12 @@ struct coop_metrics {
 /* The mean interval between two timed calls (TPE_COOP_METRICS). */
 #define TIMING_PERIOD 32
 
+/* A calling thread's sampling state: private to it. */
+struct sampler {
+	uint32_t tick;               /* calls to the next timed one */
+	uint32_t rng;                /* xorshift32 state, never 0 */
+};
+
 struct slot {
 	tpe_tasklet_fn fn;           /* I */
 	void *ctx;                   /* I */
@@ -214,8 +223,7 @@ struct worker {
 	                              * another worker */
 	uint64_t idle;               /* private: idle passes in a row */
 	struct coop_metrics *m;      /* I: NULL when metrics are off */
-	uint32_t tick;               /* private: calls to the next timed one */
-	uint32_t rng;                /* private: xorshift32 state */
+	struct sampler smp;          /* private */
 };
 
 /* A dedicated thread of a blocking tasklet: allocated by submit, freed
@@ -233,7 +241,8 @@ struct tpe_coop {
 	pthread_cond_t cond;         /* blocking threads ending (destroy) */
 	size_t n;                    /* I: workers */
 	struct worker *workers;      /* I */
-	struct coop_metrics *metrics; /* I: the workers' blocks, or NULL */
+	struct coop_metrics *metrics; /* I: the workers' blocks and the
+	                              * dedicated threads' one, or NULL */
 	int64_t max_park_ns;         /* I */
 	unsigned flags;              /* I */
 	char name[16];               /* I */
@@ -651,51 +660,69 @@ cancel_slot(struct worker *w, struct slot *s)
 /* The calls to the next timed one: 1 with TPE_COOP_METRICS_TIME_ALL,
  * else 1 to 2 * TIMING_PERIOD - 1, uniformly (mean TIMING_PERIOD). */
 static uint32_t
-next_tick(struct worker *w)
+next_tick(const tpe_coop_t *coop, struct sampler *smp)
 {
-	uint32_t x = w->rng;
+	uint32_t x = smp->rng;
 
-	if (w->coop->flags & TPE_COOP_METRICS_TIME_ALL)
+	if (coop->flags & TPE_COOP_METRICS_TIME_ALL)
 		return 1;
 	x ^= x << 13;
 	x ^= x >> 17;
 	x ^= x << 5;
-	w->rng = x;
+	smp->rng = x;
 	return 1 + x % (2 * TIMING_PERIOD - 1);
 }
 
-/* A timed call that took ns: into w's histogram. */
 static void
-record_call(struct coop_metrics *m, int64_t ns)
+sampler_init(const tpe_coop_t *coop, struct sampler *smp, uint32_t seed)
+{
+	smp->rng = seed * 2654435761u | 1u; /* odd: never 0 */
+	smp->tick = next_tick(coop, smp);
+}
+
+/* Adds n to a count of block m: a worker's (one writer) or the shared
+ * one of the dedicated threads (the design notes). */
+static inline void
+m_add(uint64_t *c, uint64_t n, bool shared)
+{
+	if (shared)
+		tpe__counter_add(c, n);
+	else
+		tpe__metrics_add(c, n);
+}
+
+/* A timed call that took ns: into m's histogram. */
+static void
+record_call(struct coop_metrics *m, int64_t ns, bool shared)
 {
 	uint64_t v = ns > 0 ? (uint64_t)ns : 0;
 
-	tpe__metrics_add(&m->call_time.buckets[tpe__hist_index(v)], 1);
-	tpe__metrics_add(&m->call_time.count, 1);
-	tpe__metrics_add(&m->call_time.sum_ns, v);
-	tpe__metrics_add(&m->calls_timed, 1);
+	m_add(&m->call_time.buckets[tpe__hist_index(v)], 1, shared);
+	m_add(&m->call_time.count, 1, shared);
+	m_add(&m->call_time.sum_ns, v, shared);
+	m_add(&m->calls_timed, 1, shared);
 }
 
-/* Calls s, counted (and timed) when w has metrics. */
+/* Calls s, counted (and timed) in block m when it is not NULL. */
 static inline int
-call_slot(struct worker *w, struct slot *s)
+call_slot(const tpe_coop_t *coop, struct coop_metrics *m,
+    struct sampler *smp, bool shared, struct slot *s)
 {
-	struct coop_metrics *m = w->m;
 	int64_t start;
 	int r;
 
 	if (m == NULL)
 		return s->fn(s->ctx);
-	if (--w->tick != 0) {
+	if (--smp->tick != 0) {
 		r = s->fn(s->ctx);
-		tpe__metrics_add(&m->calls, 1);
+		m_add(&m->calls, 1, shared);
 		return r;
 	}
-	w->tick = next_tick(w);
+	smp->tick = next_tick(coop, smp);
 	start = tpe__now_ns();
 	r = s->fn(s->ctx);
-	record_call(m, tpe__now_ns() - start);
-	tpe__metrics_add(&m->calls, 1);
+	record_call(m, tpe__now_ns() - start, shared);
+	m_add(&m->calls, 1, shared);
 	return r;
 }
 
@@ -725,7 +752,7 @@ worker_pass(struct worker *w)
 		}
 		if (s->last != w)
 			adopt(w, s);
-		r = call_slot(w, s);
+		r = call_slot(w->coop, w->m, &w->smp, false, s);
 		if (r == TPE_MADE_PROGRESS) {
 			progress = true;
 		} else if (r != TPE_NO_PROGRESS) {
@@ -871,6 +898,8 @@ blocking_main(void *arg)
 	struct slot *s = d->slot;
 	struct tpe_job *job = s->job;
 	tpe_coop_t *coop = job->coop;
+	struct coop_metrics *m = NULL;
+	struct sampler smp = { 0, 0 };
 	uint64_t idle_passes = 0;
 	bool aborted;
 	int64_t ns;
@@ -894,12 +923,17 @@ blocking_main(void *arg)
 	}
 	set_thread_name(coop, "b", (size_t)(s - job->slots));
 	tls_slot = s;
+	if (coop->metrics != NULL) {
+		m = &coop->metrics[coop->n];
+		/* A seed of its own: the slot's address. */
+		sampler_init(coop, &smp, (uint32_t)((uintptr_t)s >> 4));
+	}
 	for (;;) {
 		if (job_error(job) != 0 || stopping(coop)) {
 			r = ECANCELED;
 			break;
 		}
-		r = s->fn(s->ctx);
+		r = call_slot(coop, m, &smp, true, s);
 		if (r == TPE_MADE_PROGRESS) {
 			idle_passes = 0;
 		} else if (r == TPE_NO_PROGRESS) {
@@ -1020,13 +1054,14 @@ tpe_coop_create(tpe_coop_t **coopp, const struct tpe_coop_config *config,
 		void *p;
 
 		/* Cache-line aligned blocks: no two workers share a line. */
+		/* n workers' and the dedicated threads' (the last). */
 		if (posix_memalign(&p, TPE__CACHE_LINE,
-		    coop->n * sizeof(*coop->metrics)) != 0) {
+		    (coop->n + 1) * sizeof(*coop->metrics)) != 0) {
 			free(coop->workers);
 			free(coop);
 			return ENOMEM;
 		}
-		memset(p, 0, coop->n * sizeof(*coop->metrics));
+		memset(p, 0, (coop->n + 1) * sizeof(*coop->metrics));
 		coop->metrics = p;
 	}
 	tpe__mutex_init_ranked(&coop->lock, TPE__RANK_COOP);
@@ -1038,8 +1073,7 @@ tpe_coop_create(tpe_coop_t **coopp, const struct tpe_coop_config *config,
 		w->id = i;
 		if (coop->metrics != NULL) {
 			w->m = &coop->metrics[i];
-			w->rng = (uint32_t)i * 2654435761u + 1u;
-			w->tick = next_tick(w);
+			sampler_init(coop, &w->smp, (uint32_t)i + 1);
 		}
 		tpe__mutex_init_ranked(&w->lock, TPE__RANK_COOP_WORKER);
 		tpe__cond_init(&w->cond);
@@ -1376,7 +1410,7 @@ tpe_coop_get_metrics(const tpe_coop_t *coop, struct tpe_coop_metrics *metrics,
 	if (size < sizeof(*snap) && (snap = malloc(sizeof(*snap))) == NULL)
 		return ENOMEM;
 	memset(snap, 0, sizeof(*snap));
-	for (i = 0; i < coop->n; i++)
+	for (i = 0; i <= coop->n; i++)
 		merge(snap, &coop->metrics[i]);
 	snap->timing_period = (coop->flags & TPE_COOP_METRICS_TIME_ALL) ? 1 :
 	    TIMING_PERIOD;
