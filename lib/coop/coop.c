@@ -711,7 +711,7 @@ call_slot(const tpe_coop_t *coop, struct coop_metrics *m,
 	int64_t start;
 	int r;
 
-	if (m == NULL)
+	if (m == NULL) /* a dedicated thread without metrics */
 		return s->fn(s->ctx);
 	if (--smp->tick != 0) {
 		r = s->fn(s->ctx);
@@ -726,10 +726,15 @@ call_slot(const tpe_coop_t *coop, struct coop_metrics *m,
 	return r;
 }
 
-/* One call of each tasklet; true when one of them made progress. */
-static bool
-worker_pass(struct worker *w)
+/*
+ * One call of each tasklet; true when one of them made progress. Two
+ * copies (`metered` is a constant in each: worker_pass, metered_pass), so
+ * that a service without metrics runs the loop it had before them.
+ */
+static inline __attribute__((always_inline)) bool
+pass_of(struct worker *w, bool metered)
 {
+	struct coop_metrics *m = metered ? w->m : NULL;
 	struct slot *s, *next;
 	struct worker *thief;
 	bool progress = false;
@@ -752,7 +757,8 @@ worker_pass(struct worker *w)
 		}
 		if (s->last != w)
 			adopt(w, s);
-		r = call_slot(w->coop, w->m, &w->smp, false, s);
+		r = metered ? call_slot(w->coop, m, &w->smp, false, s) :
+		    s->fn(s->ctx);
 		if (r == TPE_MADE_PROGRESS) {
 			progress = true;
 		} else if (r != TPE_NO_PROGRESS) {
@@ -762,7 +768,24 @@ worker_pass(struct worker *w)
 			steal(w);
 		}
 	}
+	if (metered) {
+		tpe__metrics_add(&m->passes, 1);
+		if (!progress)
+			tpe__metrics_add(&m->idle_passes, 1);
+	}
 	return progress;
+}
+
+static bool
+worker_pass(struct worker *w)
+{
+	return pass_of(w, false);
+}
+
+static bool
+metered_pass(struct worker *w)
+{
+	return pass_of(w, true);
 }
 
 /*
@@ -839,17 +862,10 @@ worker_main(void *arg)
 			park(w, -1);
 			continue;
 		}
-		if (worker_pass(w)) {
+		if (w->m == NULL ? worker_pass(w) : metered_pass(w))
 			w->idle = 0;
-			if (w->m != NULL)
-				tpe__metrics_add(&w->m->passes, 1);
-		} else {
-			if (w->m != NULL) {
-				tpe__metrics_add(&w->m->passes, 1);
-				tpe__metrics_add(&w->m->idle_passes, 1);
-			}
+		else
 			idle(w);
-		}
 	}
 	worker_leave(w);
 	return NULL;
