@@ -606,9 +606,9 @@ TPE_API int tpe_coop_destroy(tpe_coop_t *coop);
  * end like struct tpe_stats (the call takes the caller's sizeof).
  */
 struct tpe_coop_metrics {
-	uint64_t calls;            /* tasklet calls by the workers (exact) */
+	uint64_t calls;            /* tasklet calls (exact), blocking ones too */
 	uint64_t calls_timed;      /* of those, timed into call_time */
-	uint64_t passes;           /* worker passes over their tasklets */
+	uint64_t passes;           /* worker passes over their tasklets: */
 	uint64_t idle_passes;      /* of those, passes with no progress */
 	uint64_t parks;            /* a worker parked (timed or not) */
 	unsigned timing_period;    /* 1 in how many calls is timed (1 or 32) */

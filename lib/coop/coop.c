@@ -118,13 +118,14 @@
  * `blocking` to reach 0 and joins them from the `dead` list.
  *
  * Metrics (TPE_COOP_METRICS; tpe_coop_get_metrics(3)). Each worker has
- * its block (`m`, NULL when metrics are off: then the cost is one test of
- * a pointer per call), written by that worker alone with a relaxed load
+ * its block (`m`, NULL when metrics are off: the worker then runs the
+ * pass it had before metrics, pass_of's unmetered copy, and pays one test
+ * of a pointer per pass), written by that worker alone with a relaxed load
  * and store (metrics/metrics.h's one-writer add: no locked instruction),
  * read by tpe_coop_get_metrics with relaxed loads and summed: the merge on
  * read of lib/metrics. Every call is counted; 1 in 32 on
  * average is timed (two reads of CLOCK_MONOTONIC, some 50 ns, where a
- * tasklet call costs 4 to 5 ns: the NEWS entry has the numbers), at
+ * tasklet call costs 3 to 4 ns: the NEWS entry has the numbers), at
  * random intervals from a per-worker generator, so that a round robin of
  * tasklets whose count divides the period is not always sampled on the
  * same tasklet; TPE_COOP_METRICS_TIME_ALL times every call. A call's
