@@ -19,7 +19,7 @@ pool      *                                                      enforced
 engine    *                                                      enforced
 metrics   tpe.h base/ metrics/                                   enforced
 strategy  tpe.h tpe/thpool.h base/ strategy/                     enforced
-coop      tpe.h tpe/thpool.h base/ coop/                         enforced
+coop      tpe.h tpe/thpool.h base/ coop/ metrics/metrics.h       enforced
 ring      tpe.h tpe/thpool.h base/ ring/                         enforced
 sched     tpe.h base/ queue/node.h pool/future.h sched/          enforced
 compat    tpe.h tpe/thpool.h base/ compat/                       enforced

@@ -498,6 +498,28 @@ TPE_API int tpe_strategy_get_stats(const tpe_strategy_t *strategy,
     struct tpe_strategy_stats *stats, size_t size);
 TPE_API int tpe_strategy_destroy(tpe_strategy_t *strategy);
 
+/*
+ * A strategy's metrics (tpe_strategy_get_metrics(3)): the counts of
+ * struct tpe_strategy_stats and the hand-over times of EPC. Grows at its
+ * end like struct tpe_stats.
+ */
+struct tpe_strategy_metrics {
+	uint64_t pc;               /* as struct tpe_strategy_stats */
+	uint64_t pic;
+	uint64_t pec;
+	uint64_t epc;
+	uint64_t handovers;        /* production given up for EPC, metrics on */
+	uint64_t handovers_reclaimed; /* of those, ended by another thread
+				       * than the pending producer */
+	struct tpe_histogram handover_time; /* given up -> a pending
+					     * producer takes production */
+};
+/* flags: TPE_METRICS_ON, or 0 (off, the default). */
+TPE_API int tpe_strategy_set_metrics(tpe_strategy_t *strategy,
+    unsigned flags);
+TPE_API int tpe_strategy_get_metrics(const tpe_strategy_t *strategy,
+    struct tpe_strategy_metrics *metrics, size_t size);
+
 /* ---- SPSC rings ------------------------------------------------------- */
 
 /*
@@ -554,6 +576,11 @@ struct tpe_tasklet {
 };  /* grows only at its end: tpe_coop_submit takes the caller's sizeof */
 
 #define TPE_COOP_NO_STEALING 0x1u
+/* Metrics (tpe_coop_get_metrics(3)): off by default. TPE_COOP_METRICS
+ * counts every tasklet call and times 1 in 32 of them on average;
+ * TPE_COOP_METRICS_TIME_ALL (with METRICS) times every call. */
+#define TPE_COOP_METRICS 0x2u
+#define TPE_COOP_METRICS_TIME_ALL 0x4u
 struct tpe_coop_config {
 	size_t threads;           /* 0: the CPUs this process may run on */
 	int64_t max_park_ns;      /* 0: 1 ms; the idle backoff's bound */
@@ -572,6 +599,23 @@ TPE_API int tpe_job_wait_result(tpe_job_t *job, int64_t timeout_ns,
 TPE_API int tpe_job_cancel(tpe_job_t *job);
 TPE_API void tpe_job_release(tpe_job_t *job);
 TPE_API int tpe_coop_destroy(tpe_coop_t *coop);
+
+/*
+ * A tasklet service's metrics (tpe_coop_get_metrics(3)), merged from its
+ * workers' counters when read; counted from tpe_coop_create. Grows at its
+ * end like struct tpe_stats (the call takes the caller's sizeof).
+ */
+struct tpe_coop_metrics {
+	uint64_t calls;            /* tasklet calls (exact), blocking ones too */
+	uint64_t calls_timed;      /* of those, timed into call_time */
+	uint64_t passes;           /* worker passes over their tasklets: */
+	uint64_t idle_passes;      /* of those, passes with no progress */
+	uint64_t parks;            /* a worker parked (timed or not) */
+	unsigned timing_period;    /* 1 in how many calls is timed (1 or 32) */
+	struct tpe_histogram call_time; /* call -> return of a tasklet */
+};
+TPE_API int tpe_coop_get_metrics(const tpe_coop_t *coop,
+    struct tpe_coop_metrics *metrics, size_t size);
 
 #ifdef __cplusplus
 }

@@ -363,6 +363,42 @@ assert_counts(const tpe_strategy_t *s, uint64_t pc, uint64_t pic,
 	assert_int_equal(st.epc, epc);
 }
 
+/* Metrics on (tpe_strategy_set_metrics). */
+static void
+metrics_on(tpe_strategy_t *s)
+{
+	assert_int_equal(tpe_strategy_set_metrics(s, TPE_METRICS_ON), 0);
+}
+
+/*
+ * The hand-over metrics: `handovers` EPC hand-overs, `reclaimed` of them
+ * ended by another thread than a pending producer, the rest timed; the
+ * mode counts are tpe_strategy_get_stats's.
+ */
+static void
+assert_handovers(const tpe_strategy_t *s, uint64_t handovers,
+    uint64_t reclaimed)
+{
+	struct tpe_strategy_metrics *m = malloc(sizeof(*m));
+	struct tpe_strategy_stats st = stats_of(s);
+	uint64_t sum = 0;
+	size_t i;
+
+	assert_non_null(m);
+	assert_int_equal(tpe_strategy_get_metrics(s, m, sizeof(*m)), 0);
+	assert_int_equal(m->pc, st.pc);
+	assert_int_equal(m->pic, st.pic);
+	assert_int_equal(m->pec, st.pec);
+	assert_int_equal(m->epc, st.epc);
+	assert_int_equal(m->handovers, handovers);
+	assert_int_equal(m->handovers_reclaimed, reclaimed);
+	assert_int_equal(m->handover_time.count, handovers - reclaimed);
+	for (i = 0; i < TPE_HISTOGRAM_BUCKETS; i++)
+		sum += m->handover_time.buckets[i];
+	assert_int_equal(sum, handovers - reclaimed);
+	free(m);
+}
+
 /*
  * The end of every test: the pool ran everything it was given (pending
  * producers included), then the strategy is IDLE with nothing pending
@@ -1528,6 +1564,7 @@ epc_pending_wins(enum tpe_invocation type)
 	f.on_call = hold_call;
 	f.hook = &sc;
 	s = new_strategy(pool, &f, TPE_STRATEGY_ADAPTIVE);
+	metrics_on(s);
 	__atomic_store_n(&h.arg, (void *)s, __ATOMIC_SEQ_CST);
 	p = (struct probe){ .open = &h.gate, .release = &sc.in,
 	    .destroy_me = s };
@@ -1541,6 +1578,9 @@ epc_pending_wins(enum tpe_invocation type)
 	assert_false(pthread_equal(feed_caller(&f, 2), pthread_self()));
 	assert_int_equal(tu_load(&try_hits), 1);
 	assert_counts(s, 0, 0, 0, 1);
+	/* The reserved thread took production (its call 2): one hand-over,
+	 * timed. */
+	assert_handovers(s, 1, 0);
 	tu_latch_count_down(&sc.gate);
 	finish(pool, s, &f);
 	assert_int_equal(feed_calls(&f), 2);
@@ -1584,6 +1624,7 @@ test_strategy_epc_consumer_wins_and_reuses_pending(void **state)
 	feed_push(&f, probe_fn, &p[0], TPE_BLOCKING);
 	feed_push(&f, probe_fn, &p[1], TPE_BLOCKING);
 	s = new_strategy(pool, &f, TPE_STRATEGY_ADAPTIVE);
+	metrics_on(s);
 	__atomic_store_n(&h.arg, (void *)s, __ATOMIC_SEQ_CST);
 	assert_int_equal(tpe_strategy_produce(s), 0);
 	assert_true(pthread_equal(p[0].thread, pthread_self()));
@@ -1600,8 +1641,88 @@ test_strategy_epc_consumer_wins_and_reuses_pending(void **state)
 	assert_int_equal(tpe_wait_idle(pool, TU_WAIT_BOUND), 0);
 	assert_int_equal(feed_calls(&f), 4); /* the late one's extra pass */
 	assert_false(pthread_equal(feed_caller(&f, 4), pthread_self()));
+	/* Both hand-overs taken back by the consumer; the late pending
+	 * producer found no hand-over under way (production had ended). */
+	assert_handovers(s, 2, 2);
 	finish(pool, s, &f);
 	epc_pool_done(&h);
+}
+
+/* ---- metrics: errors, the sized struct, off -> on --------------------- */
+
+static void
+test_strategy_metrics_errors(void **state)
+{
+	tpe_t *pool = strategy_pool(1, 0, (struct tu_pool_opts){ 0 });
+	struct tpe_strategy_metrics *m = malloc(sizeof(*m) + 16);
+	unsigned char *b = (unsigned char *)m;
+	uint64_t small[2];
+	struct feed f;
+	tpe_strategy_t *s;
+	size_t i;
+
+	(void)state;
+	assert_non_null(m);
+	feed_init(&f, 4);
+	s = new_strategy(pool, &f, TPE_STRATEGY_PC);
+	assert_int_equal(tpe_strategy_set_metrics(NULL, TPE_METRICS_ON),
+	    EINVAL);
+	assert_int_equal(tpe_strategy_set_metrics(s, 0x80u | TPE_METRICS_ON),
+	    EINVAL);
+	assert_int_equal(tpe_strategy_set_metrics(s, TPE_METRICS_TIME_ALL),
+	    EINVAL);
+	assert_int_equal(tpe_strategy_get_metrics(NULL, m, sizeof(*m)),
+	    EINVAL);
+	assert_int_equal(tpe_strategy_get_metrics(s, NULL, sizeof(*m)),
+	    EINVAL);
+	assert_int_equal(tpe_strategy_get_metrics(s, m, sizeof(uint64_t) - 1),
+	    EINVAL);
+	/* Off (the default): ENOTSUP, nothing written. */
+	memset(m, 0xa5, sizeof(*m));
+	assert_int_equal(tpe_strategy_get_metrics(s, m, sizeof(*m)), ENOTSUP);
+	assert_true(m->pc == 0xa5a5a5a5a5a5a5a5u);
+	__atomic_store_n(&fail_calloc, 1, __ATOMIC_SEQ_CST);
+	assert_int_equal(tpe_strategy_set_metrics(s, TPE_METRICS_ON), ENOMEM);
+	__atomic_store_n(&fail_calloc, 0, __ATOMIC_SEQ_CST);
+	assert_int_equal(tpe_strategy_get_metrics(s, m, sizeof(*m)), ENOTSUP);
+	assert_int_equal(tpe_strategy_set_metrics(s, TPE_METRICS_ON |
+	    TPE_METRICS_TIME_ALL), 0);
+	assert_int_equal(tpe_strategy_set_metrics(s, TPE_METRICS_ON), 0);
+	/* Two PC tasks: counted, no hand-over. */
+	{
+		struct probe p[2];
+
+		memset(p, 0, sizeof(p));
+		feed_push(&f, probe_fn, &p[0], TPE_NON_BLOCKING);
+		feed_push(&f, probe_fn, &p[1], TPE_BLOCKING);
+		assert_int_equal(tpe_strategy_produce(s), 0);
+	}
+	assert_handovers(s, 0, 0);
+	/* A newer caller's struct: zeroes past this version's. */
+	memset(b, 0xa5, sizeof(*m) + 16);
+	assert_int_equal(tpe_strategy_get_metrics(s, m, sizeof(*m) + 16), 0);
+	assert_int_equal(m->pc, 2);
+	for (i = sizeof(*m); i < sizeof(*m) + 16; i++)
+		assert_int_equal(b[i], 0);
+	/* An older one: pc only; its copy can fail. */
+	small[0] = small[1] = 0xa5a5a5a5a5a5a5a5u;
+	__atomic_store_n(&fail_calloc, 1, __ATOMIC_SEQ_CST);
+	assert_int_equal(tpe_strategy_get_metrics(s, (void *)small,
+	    sizeof(uint64_t)), ENOMEM);
+	__atomic_store_n(&fail_calloc, 0, __ATOMIC_SEQ_CST);
+	assert_true(small[0] == 0xa5a5a5a5a5a5a5a5u);
+	assert_int_equal(tpe_strategy_get_metrics(s, (void *)small,
+	    sizeof(uint64_t)), 0);
+	assert_int_equal(small[0], 2);
+	assert_true(small[1] == 0xa5a5a5a5a5a5a5a5u);
+	/* Off again: ENOTSUP; on again: the hand-over counts restart (the
+	 * mode counts are the strategy's, never reset). */
+	assert_int_equal(tpe_strategy_set_metrics(s, 0), 0);
+	assert_int_equal(tpe_strategy_get_metrics(s, m, sizeof(*m)), ENOTSUP);
+	metrics_on(s);
+	assert_handovers(s, 0, 0);
+	free(m);
+	finish(pool, s, &f);
 }
 
 /* ---- bad input -------------------------------------------------------- */
@@ -1716,6 +1837,7 @@ main(void)
 		cmocka_unit_test(test_strategy_epc_either_with_reserved),
 		cmocka_unit_test(
 		    test_strategy_epc_consumer_wins_and_reuses_pending),
+		cmocka_unit_test(test_strategy_metrics_errors),
 		cmocka_unit_test(test_strategy_bad_input),
 	};
 

@@ -117,6 +117,26 @@
  * word or `stopping` at their next turn; destroy then waits for
  * `blocking` to reach 0 and joins them from the `dead` list.
  *
+ * Metrics (TPE_COOP_METRICS; tpe_coop_get_metrics(3)). Each worker has
+ * its block (`m`, NULL when metrics are off: the worker then runs the
+ * pass it had before metrics, pass_of's unmetered copy, and pays one test
+ * of a pointer per pass), written by that worker alone with a relaxed load
+ * and store (metrics/metrics.h's one-writer add: no locked instruction),
+ * read by tpe_coop_get_metrics with relaxed loads and summed: the merge on
+ * read of lib/metrics. Every call is counted; 1 in 32 on
+ * average is timed (two reads of CLOCK_MONOTONIC, some 50 ns, where a
+ * tasklet call costs 3 to 4 ns: the NEWS entry has the numbers), at
+ * random intervals from a per-worker generator, so that a round robin of
+ * tasklets whose count divides the period is not always sampled on the
+ * same tasklet; TPE_COOP_METRICS_TIME_ALL times every call. A call's
+ * counts are written after it returns and before its slot can end, so a
+ * thread that saw the job complete sees them (the completion orders
+ * them). The dedicated threads of blocking tasklets count their calls
+ * in one more block, shared (`metrics[n]`): many writers, relaxed atomic
+ * adds (a blocking tasklet's call is slow anyway); each thread samples
+ * with a generator of its own. Passes, idle passes and parks are the
+ * workers' only.
+ *
  * Lock order: coop->lock -> job->lock -> worker->lock; no thread holds
  * two worker locks. A worker holds no lock while it calls a tasklet or
  * ends one.
@@ -145,6 +165,7 @@
 #include "base/sized.h"
 #include "base/sync.h"
 #include "coop/coop.h"
+#include "metrics/metrics.h"
 
 /* The first version of each input struct: the least a caller passes. */
 #define TPE__COOP_CONFIG_MIN TPE__END_OF(struct tpe_coop_config, thread_name)
@@ -154,6 +175,25 @@
 #define DEFAULT_NAME "tpe-coop"
 
 struct worker;
+
+/* A worker's metrics (the design notes): O, one writer, relaxed adds. */
+struct coop_metrics {
+	uint64_t calls;
+	uint64_t calls_timed;
+	uint64_t passes;
+	uint64_t idle_passes;
+	uint64_t parks;
+	struct tpe__hist call_time;
+} __attribute__((aligned(TPE__CACHE_LINE)));
+
+/* The mean interval between two timed calls (TPE_COOP_METRICS). */
+#define TIMING_PERIOD 32
+
+/* A calling thread's sampling state: private to it. */
+struct sampler {
+	uint32_t tick;               /* calls to the next timed one */
+	uint32_t rng;                /* xorshift32 state, never 0 */
+};
 
 struct slot {
 	tpe_tasklet_fn fn;           /* I */
@@ -183,6 +223,8 @@ struct worker {
 	size_t away;                 /* w->lock: slots it called last, owned by
 	                              * another worker */
 	uint64_t idle;               /* private: idle passes in a row */
+	struct coop_metrics *m;      /* I: NULL when metrics are off */
+	struct sampler smp;          /* private */
 };
 
 /* A dedicated thread of a blocking tasklet: allocated by submit, freed
@@ -200,6 +242,8 @@ struct tpe_coop {
 	pthread_cond_t cond;         /* blocking threads ending (destroy) */
 	size_t n;                    /* I: workers */
 	struct worker *workers;      /* I */
+	struct coop_metrics *metrics; /* I: the workers' blocks and the
+	                              * dedicated threads' one, or NULL */
 	int64_t max_park_ns;         /* I */
 	unsigned flags;              /* I */
 	char name[16];               /* I */
@@ -414,6 +458,8 @@ park(struct worker *w, int64_t ns)
 {
 	int64_t deadline = ns < 0 ? -1 : tpe__deadline(ns);
 
+	if (w->m != NULL)
+		tpe__metrics_add(&w->m->parks, 1);
 	tpe__mutex_lock(&w->lock);
 	if (ns < 0)
 		/* Pairs with the load in tpe__coop_parked_forever. */
@@ -612,10 +658,84 @@ cancel_slot(struct worker *w, struct slot *s)
 	tpe__mutex_unlock(&home->lock);
 }
 
-/* One call of each tasklet; true when one of them made progress. */
-static bool
-worker_pass(struct worker *w)
+/* The calls to the next timed one: 1 with TPE_COOP_METRICS_TIME_ALL,
+ * else 1 to 2 * TIMING_PERIOD - 1, uniformly (mean TIMING_PERIOD). */
+static uint32_t
+next_tick(const tpe_coop_t *coop, struct sampler *smp)
 {
+	uint32_t x = smp->rng;
+
+	if (coop->flags & TPE_COOP_METRICS_TIME_ALL)
+		return 1;
+	x ^= x << 13;
+	x ^= x >> 17;
+	x ^= x << 5;
+	smp->rng = x;
+	return 1 + x % (2 * TIMING_PERIOD - 1);
+}
+
+static void
+sampler_init(const tpe_coop_t *coop, struct sampler *smp, uint32_t seed)
+{
+	smp->rng = seed * 2654435761u | 1u; /* odd: never 0 */
+	smp->tick = next_tick(coop, smp);
+}
+
+/* Adds n to a count of block m: a worker's (one writer) or the shared
+ * one of the dedicated threads (the design notes). */
+static inline void
+m_add(uint64_t *c, uint64_t n, bool shared)
+{
+	if (shared)
+		tpe__counter_add(c, n);
+	else
+		tpe__metrics_add(c, n);
+}
+
+/* A timed call that took ns: into m's histogram. */
+static void
+record_call(struct coop_metrics *m, int64_t ns, bool shared)
+{
+	uint64_t v = ns > 0 ? (uint64_t)ns : 0;
+
+	m_add(&m->call_time.buckets[tpe__hist_index(v)], 1, shared);
+	m_add(&m->call_time.count, 1, shared);
+	m_add(&m->call_time.sum_ns, v, shared);
+	m_add(&m->calls_timed, 1, shared);
+}
+
+/* Calls s, counted (and timed) in block m when it is not NULL. */
+static inline int
+call_slot(const tpe_coop_t *coop, struct coop_metrics *m,
+    struct sampler *smp, bool shared, struct slot *s)
+{
+	int64_t start;
+	int r;
+
+	if (m == NULL) /* a dedicated thread without metrics */
+		return s->fn(s->ctx);
+	if (--smp->tick != 0) {
+		r = s->fn(s->ctx);
+		m_add(&m->calls, 1, shared);
+		return r;
+	}
+	smp->tick = next_tick(coop, smp);
+	start = tpe__now_ns();
+	r = s->fn(s->ctx);
+	record_call(m, tpe__now_ns() - start, shared);
+	m_add(&m->calls, 1, shared);
+	return r;
+}
+
+/*
+ * One call of each tasklet; true when one of them made progress. Two
+ * copies (`metered` is a constant in each: worker_pass, metered_pass), so
+ * that a service without metrics runs the loop it had before them.
+ */
+static inline __attribute__((always_inline)) bool
+pass_of(struct worker *w, bool metered)
+{
+	struct coop_metrics *m = metered ? w->m : NULL;
 	struct slot *s, *next;
 	struct worker *thief;
 	bool progress = false;
@@ -638,7 +758,8 @@ worker_pass(struct worker *w)
 		}
 		if (s->last != w)
 			adopt(w, s);
-		r = s->fn(s->ctx);
+		r = metered ? call_slot(w->coop, m, &w->smp, false, s) :
+		    s->fn(s->ctx);
 		if (r == TPE_MADE_PROGRESS) {
 			progress = true;
 		} else if (r != TPE_NO_PROGRESS) {
@@ -648,7 +769,24 @@ worker_pass(struct worker *w)
 			steal(w);
 		}
 	}
+	if (metered) {
+		tpe__metrics_add(&m->passes, 1);
+		if (!progress)
+			tpe__metrics_add(&m->idle_passes, 1);
+	}
 	return progress;
+}
+
+static bool
+worker_pass(struct worker *w)
+{
+	return pass_of(w, false);
+}
+
+static bool
+metered_pass(struct worker *w)
+{
+	return pass_of(w, true);
 }
 
 /*
@@ -725,7 +863,7 @@ worker_main(void *arg)
 			park(w, -1);
 			continue;
 		}
-		if (worker_pass(w))
+		if (w->m == NULL ? worker_pass(w) : metered_pass(w))
 			w->idle = 0;
 		else
 			idle(w);
@@ -777,6 +915,8 @@ blocking_main(void *arg)
 	struct slot *s = d->slot;
 	struct tpe_job *job = s->job;
 	tpe_coop_t *coop = job->coop;
+	struct coop_metrics *m = NULL;
+	struct sampler smp = { 0, 0 };
 	uint64_t idle_passes = 0;
 	bool aborted;
 	int64_t ns;
@@ -800,12 +940,17 @@ blocking_main(void *arg)
 	}
 	set_thread_name(coop, "b", (size_t)(s - job->slots));
 	tls_slot = s;
+	if (coop->metrics != NULL) {
+		m = &coop->metrics[coop->n];
+		/* A seed of its own: the slot's address. */
+		sampler_init(coop, &smp, (uint32_t)((uintptr_t)s >> 4));
+	}
 	for (;;) {
 		if (job_error(job) != 0 || stopping(coop)) {
 			r = ECANCELED;
 			break;
 		}
-		r = s->fn(s->ctx);
+		r = call_slot(coop, m, &smp, true, s);
 		if (r == TPE_MADE_PROGRESS) {
 			idle_passes = 0;
 		} else if (r == TPE_NO_PROGRESS) {
@@ -880,6 +1025,7 @@ coop_free(tpe_coop_t *coop, size_t started)
 	tpe__cond_destroy(&coop->cond);
 	tpe__mutex_destroy(&coop->lock);
 	free(coop->workers);
+	free(coop->metrics);
 	free(coop);
 }
 
@@ -901,8 +1047,10 @@ tpe_coop_create(tpe_coop_t **coopp, const struct tpe_coop_config *config,
 			return EINVAL;
 		memcpy(&c, config, min_size(config_size, sizeof(c)));
 	}
-	if (c.max_park_ns < 0 || (c.flags & ~TPE_COOP_NO_STEALING) != 0 ||
-	    c.threads > MAX_THREADS)
+	if (c.max_park_ns < 0 || (c.flags & ~(TPE_COOP_NO_STEALING |
+	    TPE_COOP_METRICS | TPE_COOP_METRICS_TIME_ALL)) != 0 ||
+	    ((c.flags & TPE_COOP_METRICS_TIME_ALL) &&
+	    !(c.flags & TPE_COOP_METRICS)) || c.threads > MAX_THREADS)
 		return EINVAL;
 	coop = calloc(1, sizeof(*coop));
 	if (coop == NULL)
@@ -919,6 +1067,20 @@ tpe_coop_create(tpe_coop_t **coopp, const struct tpe_coop_config *config,
 		free(coop);
 		return ENOMEM;
 	}
+	if ((c.flags & TPE_COOP_METRICS) != 0) {
+		void *p;
+
+		/* Cache-line aligned blocks: no two workers share a line. */
+		/* n workers' and the dedicated threads' (the last). */
+		if (posix_memalign(&p, TPE__CACHE_LINE,
+		    (coop->n + 1) * sizeof(*coop->metrics)) != 0) {
+			free(coop->workers);
+			free(coop);
+			return ENOMEM;
+		}
+		memset(p, 0, (coop->n + 1) * sizeof(*coop->metrics));
+		coop->metrics = p;
+	}
 	tpe__mutex_init_ranked(&coop->lock, TPE__RANK_COOP);
 	tpe__cond_init(&coop->cond);
 	for (i = 0; i < coop->n; i++) {
@@ -926,6 +1088,10 @@ tpe_coop_create(tpe_coop_t **coopp, const struct tpe_coop_config *config,
 
 		w->coop = coop;
 		w->id = i;
+		if (coop->metrics != NULL) {
+			w->m = &coop->metrics[i];
+			sampler_init(coop, &w->smp, (uint32_t)i + 1);
+		}
 		tpe__mutex_init_ranked(&w->lock, TPE__RANK_COOP_WORKER);
 		tpe__cond_init(&w->cond);
 	}
@@ -1205,4 +1371,73 @@ tpe__coop_blocking_threads(tpe_coop_t *coop)
 	n = coop->blocking;
 	tpe__mutex_unlock(&coop->lock);
 	return n;
+}
+
+/* ---- metrics ----------------------------------------------------------- */
+
+#define END(m) TPE__END_OF(struct tpe_coop_metrics, m)
+static const size_t coop_metrics_ends[] = {
+	END(calls), END(calls_timed), END(passes), END(idle_passes),
+	END(parks), END(timing_period), END(call_time),
+};
+_Static_assert(END(call_time) == sizeof(struct tpe_coop_metrics),
+    "coop_metrics_ends lists every member");
+#undef END
+static const struct tpe__sized coop_metrics_layout = {
+	sizeof(struct tpe_coop_metrics), coop_metrics_ends,
+	sizeof(coop_metrics_ends) / sizeof(coop_metrics_ends[0])
+};
+
+_Static_assert(sizeof(struct tpe__hist) == sizeof(struct tpe_histogram),
+    "struct tpe__hist mirrors struct tpe_histogram");
+
+/* Adds one worker's block to *out: relaxed loads of words that one
+ * writer stores (the design notes). */
+static void
+merge(struct tpe_coop_metrics *out, const struct coop_metrics *m)
+{
+	size_t i;
+
+	out->calls += tpe__hint_load(&m->calls);
+	out->calls_timed += tpe__hint_load(&m->calls_timed);
+	out->passes += tpe__hint_load(&m->passes);
+	out->idle_passes += tpe__hint_load(&m->idle_passes);
+	out->parks += tpe__hint_load(&m->parks);
+	out->call_time.count += tpe__hint_load(&m->call_time.count);
+	out->call_time.sum_ns += tpe__hint_load(&m->call_time.sum_ns);
+	for (i = 0; i < TPE_HISTOGRAM_BUCKETS; i++)
+		out->call_time.buckets[i] +=
+		    tpe__hint_load(&m->call_time.buckets[i]);
+}
+
+int
+tpe_coop_get_metrics(const tpe_coop_t *coop, struct tpe_coop_metrics *metrics,
+    size_t size)
+{
+	struct tpe_coop_metrics *snap = metrics;
+	size_t i;
+
+	if (coop == NULL ||
+	    tpe__sized_check(&coop_metrics_layout, metrics, size) != 0)
+		return EINVAL;
+	if (coop->metrics == NULL)
+		return ENOTSUP;
+	/* The caller's struct when it holds this version (no 9 KiB on the
+	 * stack of a tasklet that asks), else a copy. */
+	if (size < sizeof(*snap) && (snap = malloc(sizeof(*snap))) == NULL)
+		return ENOMEM;
+	memset(snap, 0, sizeof(*snap));
+	for (i = 0; i <= coop->n; i++)
+		merge(snap, &coop->metrics[i]);
+	snap->timing_period = (coop->flags & TPE_COOP_METRICS_TIME_ALL) ? 1 :
+	    TIMING_PERIOD;
+	if (snap != metrics) {
+		tpe__sized_copy(&coop_metrics_layout, metrics, size, snap);
+		free(snap);
+	} else if (size > sizeof(*snap)) {
+		/* A newer caller: the fields this library does not know. */
+		memset((char *)metrics + sizeof(*snap), 0,
+		    size - sizeof(*snap));
+	}
+	return 0;
 }

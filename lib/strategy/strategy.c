@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/atomic.h"
 #include "base/invocation.h"
@@ -23,6 +24,40 @@ count(uint64_t *counter, int delta)
 	 * task to start (a latch, the pool's promises) sees it counted,
 	 * since it was counted before it started in the same thread. */
 	tpe__counter_add(counter, (uint64_t)(int64_t)delta);
+}
+
+/* ---- metrics: the EPC hand-over (strategy.h) -------------------------- */
+
+/* Production was given up for EPC (invariant 2b). */
+static void
+handover_begin_locked(struct tpe_strategy *s)
+{
+	TPE__ASSERT_HELD(&s->lock);
+	if (!s->metrics)
+		return;
+	TPE__ASSERT(s->handed_ns == 0);
+	s->handovers++;
+	s->handed_ns = tpe__now_ns();
+}
+
+/* IDLE -> PRODUCING by a pending producer (`pending`) or another thread:
+ * the hand-over under way, if any, ends. */
+static void
+handover_end_locked(struct tpe_strategy *s, bool pending)
+{
+	int64_t ns;
+
+	TPE__ASSERT_HELD(&s->lock);
+	if (s->handed_ns == 0)
+		return;
+	if (pending) {
+		ns = tpe__now_ns() - s->handed_ns;
+		tpe_histogram_record(s->handover_time,
+		    ns > 0 ? (uint64_t)ns : 0);
+	} else {
+		s->reclaimed++;
+	}
+	s->handed_ns = 0;
 }
 
 /* ---- pending producers ------------------------------------------------ */
@@ -144,8 +179,10 @@ hand_production_on(struct tpe_strategy *s, bool may_queue)
 	if (!yes && may_queue &&
 	    start_pending_locked(s, TPE__PENDING_QUEUED) == 0)
 		yes = on_its_way_locked(s, TPE__PENDING_QUEUED);
-	if (yes)
+	if (yes) {
 		s->state = TPE__S_IDLE;
+		handover_begin_locked(s);
+	}
 	tpe__mutex_unlock(&s->lock);
 	return yes;
 }
@@ -231,9 +268,10 @@ consume(struct tpe_strategy *s, tpe_fn fn, void *arg,
 	fn(arg);
 	tpe__mutex_lock(&s->lock);
 	again = s->state == TPE__S_IDLE;
-	if (again)
+	if (again) {
 		s->state = TPE__S_PRODUCING; /* we beat the pending producer */
-	else
+		handover_end_locked(s, false);
+	} else
 		s->callers--; /* it (or another) produces now: leave */
 	tpe__mutex_unlock(&s->lock);
 	return again;
@@ -307,6 +345,7 @@ try_produce(struct tpe_strategy *s, int from)
 	case TPE__S_IDLE:
 		s->state = TPE__S_PRODUCING;
 		s->callers++;
+		handover_end_locked(s, from >= 0);
 		break;
 	case TPE__S_PRODUCING:
 		s->state = TPE__S_REPRODUCING;
@@ -425,6 +464,7 @@ tpe_strategy_destroy(tpe_strategy_t *s)
 		return EBUSY;
 	/* Nobody is inside (invariant 6): the last one's unlock is done. */
 	tpe__mutex_destroy(&s->lock);
+	free(s->handover_time);
 	free(s);
 	return 0;
 }
@@ -442,4 +482,88 @@ tpe__strategy_peek(tpe_strategy_t *s, struct tpe__strategy_peek *out)
 	}
 	out->callers = s->callers;
 	tpe__mutex_unlock(&s->lock);
+}
+
+/* ---- metrics ----------------------------------------------------------- */
+
+#define END(m) TPE__END_OF(struct tpe_strategy_metrics, m)
+static const size_t strategy_metrics_ends[] = {
+	END(pc), END(pic), END(pec), END(epc), END(handovers),
+	END(handovers_reclaimed), END(handover_time),
+};
+_Static_assert(END(handover_time) == sizeof(struct tpe_strategy_metrics),
+    "strategy_metrics_ends lists every member");
+#undef END
+static const struct tpe__sized strategy_metrics_layout = {
+	sizeof(struct tpe_strategy_metrics), strategy_metrics_ends,
+	sizeof(strategy_metrics_ends) / sizeof(strategy_metrics_ends[0])
+};
+
+int
+tpe_strategy_set_metrics(tpe_strategy_t *s, unsigned flags)
+{
+	struct tpe_histogram *h = NULL;
+
+	if (s == NULL || (flags & ~(TPE_METRICS_ON | TPE_METRICS_TIME_ALL)) ||
+	    (flags != 0 && !(flags & TPE_METRICS_ON)))
+		return EINVAL;
+	/* Allocated outside the lock; at most one is kept. */
+	if (flags != 0 && (h = calloc(1, sizeof(*h))) == NULL)
+		return ENOMEM;
+	tpe__mutex_lock(&s->lock);
+	if (flags != 0 && !s->metrics) {
+		/* Off -> on: the counts start from 0. */
+		free(s->handover_time);
+		s->handover_time = h;
+		h = NULL;
+		s->handovers = s->reclaimed = 0;
+		s->handed_ns = 0;
+	}
+	s->metrics = flags != 0;
+	if (!s->metrics)
+		s->handed_ns = 0; /* a hand-over under way is not counted */
+	tpe__mutex_unlock(&s->lock);
+	free(h);
+	return 0;
+}
+
+int
+tpe_strategy_get_metrics(const tpe_strategy_t *cs,
+    struct tpe_strategy_metrics *metrics, size_t size)
+{
+	/* s->lock is taken: the strategy is not changed. */
+	struct tpe_strategy *s = (struct tpe_strategy *)cs;
+	struct tpe_strategy_metrics *snap = metrics;
+	bool on;
+
+	if (s == NULL ||
+	    tpe__sized_check(&strategy_metrics_layout, metrics, size) != 0)
+		return EINVAL;
+	/* The caller's struct when it holds this version, else a copy. */
+	if (size < sizeof(*snap) && (snap = calloc(1, sizeof(*snap))) == NULL)
+		return ENOMEM;
+	tpe__mutex_lock(&s->lock);
+	on = s->metrics;
+	if (on) {
+		snap->handovers = s->handovers;
+		snap->handovers_reclaimed = s->reclaimed;
+		memcpy(&snap->handover_time, s->handover_time,
+		    sizeof(snap->handover_time));
+	}
+	tpe__mutex_unlock(&s->lock);
+	if (on) {
+		snap->pc = tpe__counter_read(&s->pc);
+		snap->pic = tpe__counter_read(&s->pic);
+		snap->pec = tpe__counter_read(&s->pec);
+		snap->epc = tpe__counter_read(&s->epc);
+		if (snap != metrics)
+			tpe__sized_copy(&strategy_metrics_layout, metrics,
+			    size, snap);
+		else if (size > sizeof(*snap))
+			memset((char *)metrics + sizeof(*snap), 0,
+			    size - sizeof(*snap));
+	}
+	if (snap != metrics)
+		free(snap);
+	return on ? 0 : ENOTSUP;
 }

@@ -119,6 +119,20 @@
  *      and then the state is IDLE. A thread's last touch of the strategy
  *      is the unlock after its own decrement.
  *
+ * Metrics (tpe_strategy_set_metrics, tpe_strategy_get_metrics(3)): off
+ * by default. On, each EPC hand-over is counted and timed, all under
+ * s->lock, where the transitions it measures happen: it starts when the
+ * producer gives production up for EPC (hand_production_on, -> IDLE,
+ * invariant 2b: `handed_ns` = now) and ends at the next IDLE ->
+ * PRODUCING, the only way out of that IDLE but a producer that ends
+ * (which cannot happen: nobody produces). When a pending producer makes
+ * that transition (try_produce from the pool), now - handed_ns goes into
+ * the histogram; when another thread does (the EPC consumer after its
+ * task, invariant 3, or a tpe_strategy_produce caller), the hand-over
+ * counts as reclaimed. A later hand-over while no one took production
+ * cannot happen (only the producer hands over), so handed_ns is 0 at each
+ * start. The clock is read only with metrics on, twice per hand-over.
+ *
  * Layer: a client of the public API (tpe_try_execute, tpe_execute_typed);
  * it includes include/tpe.h and lib/base only (doc/architecture.md,
  * build-aux/check-layering.sh).
@@ -166,6 +180,13 @@ struct tpe_strategy {
 	unsigned callers;                  /* s->lock: threads inside (invariant 6) */
 
 	uint64_t pc, pic, pec, epc;        /* A: tasks per mode */
+
+	bool metrics;                      /* s->lock: on */
+	int64_t handed_ns;                 /* s->lock: the hand-over under
+					    * way began (0: none) */
+	uint64_t handovers, reclaimed;     /* s->lock */
+	struct tpe_histogram *handover_time; /* s->lock: allocated when
+					      * first turned on */
 };
 
 /* What the white-box tests look at: a snapshot under s->lock. */
