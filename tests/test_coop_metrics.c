@@ -292,7 +292,7 @@ test_coop_metrics_sized(void **state)
 	struct ctr c = { .limit = 3, .progress = TPE_MADE_PROGRESS };
 	size_t big = sizeof(struct tpe_coop_metrics) + 64;
 	unsigned char *buf = malloc(big);
-	struct tpe_coop_metrics *m = (struct tpe_coop_metrics *)buf;
+	struct tpe_coop_metrics *m = (struct tpe_coop_metrics *)(void *)buf;
 	size_t i, part;
 
 	(void)state;

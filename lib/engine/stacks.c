@@ -159,6 +159,7 @@
 #include "base/sync.h"
 #include "engine/stacks.h"
 #include "pool/pool.h"
+#include "pool/future.h"
 #include "pool/task.h"
 
 /* The markers of the stack word; never valid node addresses. */
@@ -1319,6 +1320,10 @@ pw_blocking(struct tpe__engine *q, bool begin)
 			s->handed = false;
 			pq->nfree--;
 			tls_slot = s;
+			/* Another thread may have owned it meanwhile (and
+			 * handed it over in turn): its metrics are this
+			 * thread's again (the owner's, slot->mw). */
+			s->mw = tpe__metrics_tls_worker;
 			tls_handed = NULL;
 			tls_retook = true;
 			__atomic_sub_fetch(&pq->orphans, 1, __ATOMIC_SEQ_CST);

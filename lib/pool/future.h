@@ -29,6 +29,7 @@
 #include <stdint.h>
 
 #include "base/sync.h"
+#include "queue/node.h"
 #include "tpe.h"
 
 enum tpe__future_state {
@@ -107,5 +108,17 @@ tpe__future_is_new(const struct tpe_future *f)
 
 /* NEW -> CANCELLED; true if this call (or an earlier one) cancelled it. */
 bool tpe__future_cancel(struct tpe_future *f);
+
+/* When task t was accepted, for the metrics (0: not timed): in the node,
+ * or in its future for a tpe_submit task (queue/node.h). Here, not in
+ * pool/task.h, so that a file that sees the task functions does not see
+ * the future's layout. */
+static inline int64_t
+tpe__task_accepted_ns(const struct tpe__task *t)
+{
+	struct tpe_future *f = tpe__task_future(t);
+
+	return f != NULL ? f->accepted_ns : t->u.accepted_ns;
+}
 
 #endif /* TPE_FUTURE_H */

@@ -22,21 +22,10 @@
 #include <stddef.h>
 
 #include "base/sync.h"
-#include "pool/future.h"
 #include "queue/node.h"
 #include "tpe.h"
 
 /* ---- a task's life (task.c) ------------------------------------------ */
-
-/* When t was accepted, for the metrics (0: not timed): in the node, or in
- * its future for a tpe_submit task (queue/node.h). */
-static inline int64_t
-tpe__task_accepted_ns(const struct tpe__task *t)
-{
-	struct tpe_future *f = tpe__task_future(t);
-
-	return f != NULL ? f->accepted_ns : t->u.accepted_ns;
-}
 
 struct tpe__node_returns;
 struct tpe_attr;
