@@ -207,6 +207,41 @@ coop_chaos(void *arg)
 	return NULL;
 }
 
+/*
+ * A round with tasklet metrics (tpe_coop_get_metrics(3)), once every job
+ * was waited for (quiescent; while jobs run a read is only a sum of
+ * counters read one by one): the histogram counts the timed calls, every
+ * call with TIME_ALL, and the calls counted are the calls the tasklets
+ * saw.
+ */
+static void
+check_metrics(struct coop_round *r, const struct tpe_coop_config *cfg,
+    bool quiescent)
+{
+	static struct tpe_coop_metrics m; /* coop_round runs one at a time */
+	uint64_t seen = 0;
+	size_t i, j, k;
+	int rc = tpe_coop_get_metrics(r->coop, &m, sizeof(m));
+
+	CHECK(rc == 0, "tpe_coop_get_metrics: %d", rc);
+	if (rc != 0 || !quiescent)
+		return; /* exact only when quiescent (tpe_coop_get_metrics(3)) */
+	CHECK(m.call_time.count == m.calls_timed && m.calls_timed <= m.calls,
+	    "coop metrics: histogram %" PRIu64 ", timed %" PRIu64
+	    ", calls %" PRIu64, m.call_time.count, m.calls_timed, m.calls);
+	if ((cfg->flags & TPE_COOP_METRICS_TIME_ALL) != 0)
+		CHECK(m.calls_timed == m.calls, "coop metrics: TIME_ALL "
+		    "timed %" PRIu64 " of %" PRIu64, m.calls_timed, m.calls);
+	for (i = 0; i < NSUB; i++)
+		for (j = 0; j < JOBS_PER_SUB; j++)
+			for (k = 0; k < r->jobs[i][j].n; k++)
+				seen += (uint64_t)__atomic_load_n(
+				    &r->jobs[i][j].tl[k].calls,
+				    __ATOMIC_RELAXED);
+	CHECK(m.calls == seen, "coop metrics: calls %" PRIu64 " != %" PRIu64
+	    " the tasklets saw", m.calls, seen);
+}
+
 static void
 coop_round(uint64_t seed, int baseline)
 {
@@ -225,6 +260,11 @@ coop_round(uint64_t seed, int baseline)
 	cfg.threads = 1 + tu_rnd(&rs, 4);
 	cfg.max_park_ns = tu_rnd(&rs, 2) ? 0 : 1000 * (1 + tu_rnd(&rs, 1000));
 	cfg.flags = tu_rnd(&rs, 2) ? TPE_COOP_NO_STEALING : 0;
+	/* Metrics in two rounds of three, every call timed in half of them. */
+	k = tu_rnd(&rs, 6);
+	if (k >= 2)
+		cfg.flags |= TPE_COOP_METRICS |
+		    (k >= 4 ? TPE_COOP_METRICS_TIME_ALL : 0);
 	wait_all = tu_rnd(&rs, 2);
 	rc = tpe_coop_create(&r->coop, &cfg, sizeof(cfg));
 	if (rc != 0) {
@@ -245,6 +285,8 @@ coop_round(uint64_t seed, int baseline)
 		for (j = 0; j < JOBS_PER_SUB; j++)
 			r->jobs[i][j].wait_rc = r->jobs[i][j].job != NULL &&
 			    wait_all ? tpe_job_wait(r->jobs[i][j].job, -1) : -1;
+	if ((cfg.flags & TPE_COOP_METRICS) != 0)
+		check_metrics(r, &cfg, wait_all);
 	rc = tpe_coop_destroy(r->coop);
 	CHECK(rc == 0, "tpe_coop_destroy: %d", rc);
 	for (i = 0; i < NSUB; i++) {

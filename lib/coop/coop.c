@@ -242,8 +242,6 @@ struct tpe_coop {
 	pthread_cond_t cond;         /* blocking threads ending (destroy) */
 	size_t n;                    /* I: workers */
 	struct worker *workers;      /* I */
-	struct coop_metrics *metrics; /* I: the workers' blocks and the
-	                              * dedicated threads' one, or NULL */
 	int64_t max_park_ns;         /* I */
 	unsigned flags;              /* I */
 	char name[16];               /* I */
@@ -253,6 +251,10 @@ struct tpe_coop {
 	struct dedicated *dead;      /* coop->lock: ended dedicated threads to join */
 	size_t parked_forever;       /* A: workers parked without timeout */
 	uint64_t wakeups;            /* A: returns from a worker's park wait */
+	/* I: the workers' blocks and the dedicated threads' one, or NULL.
+	 * Last: placed between the fields the workers read per pass it cost
+	 * the metrics-off loop some 0.5 ns a call (a layout effect). */
+	struct coop_metrics *metrics;
 };
 
 struct tpe_job {
