@@ -993,6 +993,24 @@ __wrap_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
 		return create_around(thread, attr, start, arg);
 	return __real_pthread_create(thread, attr, start, arg);
 }
+#ifdef TU_WRAP_POSIX_MEMALIGN
+/*
+ * The metrics' cache-line-aligned blocks come from posix_memalign: failed
+ * with malloc and calloc, for a test linked with --wrap=posix_memalign as
+ * well (tests/Makefile.inc) that defines TU_WRAP_POSIX_MEMALIGN too.
+ */
+int __real_posix_memalign(void **p, size_t align, size_t size);
+int __wrap_posix_memalign(void **p, size_t align, size_t size);
+
+int
+__wrap_posix_memalign(void **p, size_t align, size_t size)
+{
+	if (fault_hit(&malloc_fault))
+		return ENOMEM;
+	return __real_posix_memalign(p, align, size);
+}
+#endif /* TU_WRAP_POSIX_MEMALIGN */
+
 #endif /* TU_FAULT_INJECTION */
 
 #endif /* TPE_TESTS_HELPERS_H */

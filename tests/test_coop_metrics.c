@@ -10,20 +10,8 @@
 #include <string.h>
 
 #define TU_FAULT_INJECTION /* this binary links the --wrap wrappers */
+#define TU_WRAP_POSIX_MEMALIGN /* and --wrap=posix_memalign */
 #include "helpers.h"
-
-/* The service's cache-line-aligned blocks come from posix_memalign:
- * failed with malloc and calloc (tests/Makefile.inc wraps it). */
-int __real_posix_memalign(void **p, size_t align, size_t size);
-int __wrap_posix_memalign(void **p, size_t align, size_t size);
-
-int
-__wrap_posix_memalign(void **p, size_t align, size_t size)
-{
-	if (fault_hit(&malloc_fault))
-		return ENOMEM;
-	return __real_posix_memalign(p, align, size);
-}
 
 /* A tasklet that counts its calls: `limit` calls, the last one returns
  * TPE_DONE, the others `progress`; sleeps `sleep_ns` in each call; with

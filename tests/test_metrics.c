@@ -16,20 +16,8 @@
 
 #include "base/sized.h"
 #define TU_FAULT_INJECTION
+#define TU_WRAP_POSIX_MEMALIGN /* and --wrap=posix_memalign */
 #include "helpers.h"
-
-/* The metrics' cache-line-aligned blocks come from posix_memalign: failed
- * with malloc and calloc (tests/Makefile.inc wraps it for this test). */
-int __real_posix_memalign(void **p, size_t align, size_t size);
-int __wrap_posix_memalign(void **p, size_t align, size_t size);
-
-int
-__wrap_posix_memalign(void **p, size_t align, size_t size)
-{
-	if (fault_hit(&malloc_fault))
-		return ENOMEM;
-	return __real_posix_memalign(p, align, size);
-}
 
 /* A queue kind of each engine: the locked one and the stacks one. */
 static const enum tpe_queue_kind both_engines[] = { TPE_QUEUE_UNBOUNDED,

@@ -205,8 +205,6 @@ struct slot {
 				   * after the task, or by a thief */
 	uint64_t completed;       /* A, O: tasks it finished */
 	uint64_t dropped;         /* A, O: handed back at shutdown-now */
-	struct tpe__metrics_worker *mw; /* O: the owner's metrics block, or
-					 * NULL (lib/metrics) */
 } __attribute__((aligned(TPE__CACHE_LINE)));
 
 struct pw_queue {
@@ -632,7 +630,9 @@ run_batch(struct pw_queue *pq, struct slot *me, struct tpe__task *h,
 {
 	tpe_t *pool = pq->pool;
 	struct tpe__task *fifo = reverse(h), *t, *done = NULL, *last = NULL;
-	struct tpe__metrics_worker *mw = me->mw; /* NULL: no metrics */
+	/* This thread's metrics block, or NULL (lib/metrics): the thread's,
+	 * not the slot's, which may change hands (managed blocking). */
+	struct tpe__metrics_worker *mw = tpe__metrics_tls_worker;
 	int64_t start = 0, accepted = 0;
 	size_t n = 0;
 
@@ -747,7 +747,7 @@ spin(struct pw_queue *pq, struct slot *me, unsigned gen)
 	}
 	__atomic_store_n(&pq->spinner, 0, __ATOMIC_RELEASE);
 	if (h != NULL || is_task(tpe__hint_load(&me->head)))
-		TPE__METRICS_WORKER_ADD(me->mw, spin_hits, 1);
+		TPE__METRICS_WORKER_ADD(tpe__metrics_tls_worker, spin_hits, 1);
 	return h;
 }
 
@@ -766,7 +766,7 @@ sleep_until_work(struct pw_queue *pq, struct slot *me, unsigned gen)
 	if (!__atomic_compare_exchange_n(&me->head, &expect, SLEEP, false,
 	    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
 		return NULL; /* a task came: take it */
-	TPE__METRICS_WORKER_ADD(me->mw, idle_waits, 1);
+	TPE__METRICS_WORKER_ADD(tpe__metrics_tls_worker, idle_waits, 1);
 	set_asleep(pq, me);
 	for (;;) {
 		bool deep = false, woken;
@@ -787,7 +787,7 @@ sleep_until_work(struct pw_queue *pq, struct slot *me, unsigned gen)
 		__atomic_sub_fetch(deep ? &pq->deep : &pq->watchers, 1,
 		    __ATOMIC_SEQ_CST);
 		if (woken) {
-			TPE__METRICS_WORKER_ADD(me->mw, wakeups, 1);
+			TPE__METRICS_WORKER_ADD(tpe__metrics_tls_worker, wakeups, 1);
 			break;
 		}
 		/* A watcher's look: tasks waiting behind an awake worker
@@ -888,12 +888,10 @@ pw_worker_loop(struct tpe__engine *q, struct tpe__task *first)
 	TPE__ASSERT(first == NULL);
 	(void)first;
 	tpe__mutex_unlock(&pool->lock);
-	if (i < pq->n) {
+	if (i < pq->n)
 		tls_slot = &pq->slots[i];
-		tls_slot->mw = tpe__metrics_tls_worker;
-	} else if (adopt(pq, true) == NULL) {
+	else if (adopt(pq, true) == NULL)
 		return true; /* no slot came: wc given up, L held */
-	}
 	me = tls_slot;
 	set_awake(me);
 	for (;;) {
@@ -910,8 +908,8 @@ pw_worker_loop(struct tpe__engine *q, struct tpe__task *first)
 		} else {
 			st = idle(pq, me, &h);
 			woken = true;
-			if (h != NULL && me->mw != NULL)
-				count_stolen(me->mw, h);
+			if (h != NULL && tpe__metrics_tls_worker != NULL)
+				count_stolen(tpe__metrics_tls_worker, h);
 		}
 		if (st == GO_ON && h != NULL)
 			st = run_batch(pq, me, h, &small);
@@ -1235,8 +1233,6 @@ adopt(struct pw_queue *pq, bool counted)
 			pq->nfree--;
 			pq->spares--;
 			tls_slot = &pq->slots[i];
-			/* The slot's metrics are its owner's (lib/metrics). */
-			tls_slot->mw = tpe__metrics_tls_worker;
 			tpe__mutex_unlock(&pool->lock);
 			return tls_slot;
 		}
@@ -1320,10 +1316,6 @@ pw_blocking(struct tpe__engine *q, bool begin)
 			s->handed = false;
 			pq->nfree--;
 			tls_slot = s;
-			/* Another thread may have owned it meanwhile (and
-			 * handed it over in turn): its metrics are this
-			 * thread's again (the owner's, slot->mw). */
-			s->mw = tpe__metrics_tls_worker;
 			tls_handed = NULL;
 			tls_retook = true;
 			__atomic_sub_fetch(&pq->orphans, 1, __ATOMIC_SEQ_CST);
