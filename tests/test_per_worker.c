@@ -48,6 +48,9 @@ reset_spin(void **state)
 {
 	(void)state;
 	tpe__per_worker_spin_ns = 50000;
+	/* A test that failed leaves no hook behind. */
+	__atomic_store_n(&tpe__per_worker_steal_hook, NULL, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&tpe__per_worker_sleep_hook, NULL, __ATOMIC_SEQ_CST);
 	return 0;
 }
 
@@ -222,6 +225,59 @@ test_per_worker_no_lost_wakeup(void **state)
 	assert_true(tu_sem_wait_for(&sem, EV_TIMEOUT));
 	assert_int_equal(tpe_destroy(p), 0);
 	sem_destroy(&sem);
+}
+
+/*
+ * A push that lands between an idle owner's last look at its stack and
+ * its SLEEP marker is taken, not covered: the marker goes on only over an
+ * empty stack (a CAS from NULL). Built exactly: the one worker is held in
+ * the sleep hook after its last look, a task is pushed onto its empty
+ * stack (no marker yet, so the push wakes no one), then the worker goes
+ * on; the task must run. A plain store of the marker drops it.
+ */
+static struct tu_latch *sleep_hooked, *sleep_go;
+static int sleep_hook_once; /* atomic */
+
+static void
+sleep_race_hook(void)
+{
+	if (__atomic_exchange_n(&sleep_hook_once, 1, __ATOMIC_SEQ_CST))
+		return;
+	tu_latch_count_down(sleep_hooked);
+	if (!tu_latch_wait_for(sleep_go, TU_WAIT_BOUND))
+		fprintf(stderr, "sleep race: never let go\n");
+}
+
+static void
+test_per_worker_push_before_sleep_marker(void **state)
+{
+	struct tu_latch hooked, go;
+	int count = 0;
+	tpe_t *p;
+
+	(void)state;
+	tpe__per_worker_spin_ns = 0;
+	tu_latch_init(&hooked, 1);
+	tu_latch_init(&go, 1);
+	sleep_hooked = &hooked;
+	sleep_go = &go;
+	__atomic_store_n(&sleep_hook_once, 0, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&tpe__per_worker_sleep_hook, sleep_race_hook,
+	    __ATOMIC_SEQ_CST);
+	p = pw_pool(1);
+	/* Starts the worker if it is not yet; it then goes idle. */
+	assert_int_equal(tpe_execute(p, tu_count_fn, &count), 0);
+	assert_true(tu_latch_wait_for(&hooked, TU_WAIT_BOUND));
+	assert_int_equal(tpe_execute(p, tu_count_fn, &count), 0);
+	tu_latch_count_down(&go);
+	if (!TU_EVENTUALLY(tu_load(&count) == 2, EV_TIMEOUT))
+		fail_msg("the task pushed before the marker never ran");
+	assert_int_equal(tpe_wait_idle(p, EV_TIMEOUT), 0);
+	__atomic_store_n(&tpe__per_worker_sleep_hook, NULL, __ATOMIC_SEQ_CST);
+	assert_int_equal(tu_stats(p).completed, 2);
+	assert_int_equal(tpe_destroy(p), 0);
+	tu_latch_destroy(&hooked);
+	tu_latch_destroy(&go);
 }
 
 /*
@@ -806,6 +862,8 @@ main(void)
 		    test_per_worker_wait_idle_and_stats_meanwhile, reset_spin),
 		cmocka_unit_test_setup(test_per_worker_no_lost_wakeup,
 		    reset_spin),
+		cmocka_unit_test_setup(
+		    test_per_worker_push_before_sleep_marker, reset_spin),
 		cmocka_unit_test_setup(test_per_worker_idle_uses_no_cpu,
 		    reset_spin),
 		cmocka_unit_test_setup(test_per_worker_steals_from_held_worker,

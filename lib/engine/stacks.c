@@ -172,6 +172,7 @@
 int64_t tpe__per_worker_spin_ns = 50000;
 /* White-box tests (stacks.h): NULL outside them. */
 void (*tpe__per_worker_steal_hook)(void);
+void (*tpe__per_worker_sleep_hook)(void);
 /* The pool's node return stack may hold this many (node_cache.c). */
 #define RETURNS_MAX 65536
 /* How many slots after a sleeping one a push looks at for an awake one. */
@@ -538,11 +539,11 @@ take_left(struct slot *me)
 	return h != NULL ? reverse(h) : NULL;
 }
 
+/* Calls a white-box test's hook when one is set (stacks.h). */
 static inline void
-steal_hook(void)
+test_hook(void (**where)(void))
 {
-	void (*hook)(void) = __atomic_load_n(&tpe__per_worker_steal_hook,
-	    __ATOMIC_RELAXED);
+	void (*hook)(void) = __atomic_load_n(where, __ATOMIC_RELAXED);
 
 	if (hook != NULL)
 		hook();
@@ -566,7 +567,7 @@ steal(struct pw_queue *pq, struct slot *me)
 			continue;
 		if (__atomic_load_n(&v->rest, __ATOMIC_RELAXED) != NULL) {
 			set_busy(me);
-			steal_hook();
+			test_hook(&tpe__per_worker_steal_hook);
 			/* Acquire: pairs with the owner's release store of
 			 * rest (run_batch), for the links. */
 			h = __atomic_exchange_n(&v->rest, NULL,
@@ -578,7 +579,7 @@ steal(struct pw_queue *pq, struct slot *me)
 		if (!is_task(h))
 			continue;
 		set_busy(me);
-		steal_hook();
+		test_hook(&tpe__per_worker_steal_hook);
 		/* seq_cst (acquire): pairs with the pushes' CAS. */
 		if (__atomic_compare_exchange_n(&v->head, &h, NULL, false,
 		    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
@@ -762,7 +763,10 @@ sleep_until_work(struct pw_queue *pq, struct slot *me, unsigned gen)
 {
 	struct tpe__task *expect = NULL, *h = NULL;
 
-	/* seq_cst: the owner's side of the sleep protocol. */
+	test_hook(&tpe__per_worker_sleep_hook);
+	/* seq_cst: the owner's side of the sleep protocol. A push may have
+	 * landed since idle() looked: then the CAS fails and the owner
+	 * takes it (a plain store of SLEEP would drop that stack). */
 	if (!__atomic_compare_exchange_n(&me->head, &expect, SLEEP, false,
 	    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
 		return NULL; /* a task came: take it */

@@ -19,5 +19,9 @@ size_t tpe__stacks_sleepers(const struct tpe__engine *e);
  * takes another worker's tasks, so that a test can let the owner take
  * them first (the steal then fails). */
 extern void (*tpe__per_worker_steal_hook)(void);
+/* Called (when set) by an idle worker after its last look at its stack and
+ * before it puts its SLEEP marker there, so that a test can push a task
+ * in between (the marker must then not go on). */
+extern void (*tpe__per_worker_sleep_hook)(void);
 
 #endif /* TPE_ENGINE_STACKS_H */
