@@ -51,6 +51,7 @@ reset_spin(void **state)
 	/* A test that failed leaves no hook behind. */
 	__atomic_store_n(&tpe__per_worker_steal_hook, NULL, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&tpe__per_worker_sleep_hook, NULL, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&tpe__per_worker_yield_hook, NULL, __ATOMIC_SEQ_CST);
 	return 0;
 }
 
@@ -278,6 +279,65 @@ test_per_worker_push_before_sleep_marker(void **state)
 	assert_int_equal(tpe_destroy(p), 0);
 	tu_latch_destroy(&hooked);
 	tu_latch_destroy(&go);
+}
+
+/*
+ * Back-pressure: a submitter whose slot's worker is far behind yields its
+ * CPU now and then, and only then. Built exactly: the one worker is held
+ * in a task, so every push stays on its stack; up to TPE__PW_BACKLOG_MAX
+ * pushes since its take, no yield; two looks later (one every
+ * TPE__PW_BACKLOG_EVERY pushes of this thread), at least one. Every task
+ * still runs once, and once the worker has caught up, pushes yield no
+ * more.
+ */
+static int yields; /* atomic */
+
+static void
+count_yield_hook(void)
+{
+	__atomic_add_fetch(&yields, 1, __ATOMIC_SEQ_CST);
+}
+
+static void
+test_per_worker_yields_when_far_behind(void **state)
+{
+	struct tu_latch started, release;
+	struct tu_blocker b;
+	int count = 0, after;
+	long i, n = 0;
+	tpe_t *p;
+
+	(void)state;
+	p = pw_pool(1);
+	tu_latch_init(&started, 1);
+	tu_latch_init(&release, 1);
+	b = (struct tu_blocker){ &started, &release, NULL, 0 };
+	__atomic_store_n(&yields, 0, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&tpe__per_worker_yield_hook, count_yield_hook,
+	    __ATOMIC_SEQ_CST);
+	assert_int_equal(tpe_execute(p, tu_blocker_fn, &b), 0);
+	assert_true(tu_latch_wait_for(&started, TU_WAIT_BOUND));
+	for (i = 0; i < TPE__PW_BACKLOG_MAX; i++, n++)
+		assert_int_equal(tpe_execute(p, tu_count_fn, &count), 0);
+	assert_int_equal(__atomic_load_n(&yields, __ATOMIC_SEQ_CST), 0);
+	for (i = 0; i < 2 * TPE__PW_BACKLOG_EVERY; i++, n++)
+		assert_int_equal(tpe_execute(p, tu_count_fn, &count), 0);
+	assert_true(__atomic_load_n(&yields, __ATOMIC_SEQ_CST) >= 1);
+	tu_latch_count_down(&release);
+	assert_int_equal(tpe_wait_idle(p, EV_TIMEOUT), 0);
+	assert_int_equal(tu_load(&count), n);
+	/* Caught up: the worker took its stack, nothing is behind. */
+	after = __atomic_load_n(&yields, __ATOMIC_SEQ_CST);
+	for (i = 0; i < 2 * TPE__PW_BACKLOG_EVERY; i++, n++)
+		assert_int_equal(tpe_execute(p, tu_count_fn, &count), 0);
+	assert_int_equal(__atomic_load_n(&yields, __ATOMIC_SEQ_CST), after);
+	assert_int_equal(tpe_wait_idle(p, EV_TIMEOUT), 0);
+	__atomic_store_n(&tpe__per_worker_yield_hook, NULL, __ATOMIC_SEQ_CST);
+	assert_int_equal(tu_load(&count), n);
+	assert_int_equal(tu_stats(p).completed, (uint64_t)n + 1);
+	assert_int_equal(tpe_destroy(p), 0);
+	tu_latch_destroy(&started);
+	tu_latch_destroy(&release);
 }
 
 /*
@@ -864,6 +924,8 @@ main(void)
 		    reset_spin),
 		cmocka_unit_test_setup(
 		    test_per_worker_push_before_sleep_marker, reset_spin),
+		cmocka_unit_test_setup(test_per_worker_yields_when_far_behind,
+		    reset_spin),
 		cmocka_unit_test_setup(test_per_worker_idle_uses_no_cpu,
 		    reset_spin),
 		cmocka_unit_test_setup(test_per_worker_steals_from_held_worker,

@@ -35,6 +35,21 @@
  * top: the line is here already, and a guess of "empty" would fail
  * whenever the worker is behind.
  *
+ * Back-pressure without waiting: every BACKLOG_EVERY-th push of a thread
+ * looks at how many tasks its slot received since its stack was last
+ * taken whole (`pushed` - `taken_upto`, relaxed hints) and, above
+ * BACKLOG_MAX, yields the CPU once (sched_yield). A submitter that runs
+ * ahead of the workers (one submitter, two workers, two cores: it only
+ * pushes, they also run and recycle) otherwise builds a backlog of
+ * millions of nodes; the workers then walk cold nodes (each a cache miss,
+ * twice: reversal, then the run) and fall further behind, and the run
+ * settles at 2 to 4 times the time per task of one without a backlog (the
+ * bench's bimodal tiny figures: a backlog of 1 to 3 million tasks in the
+ * slow runs, of thousands in the fast ones). The yield lets a worker
+ * that shares the submitter's CPU catch up; the submitter never waits
+ * and nothing is refused. `taken_upto` is stored by whoever takes the
+ * whole stack (its owner, a thief), so steals leave no drift behind.
+ *
  * The stack word `head` holds NULL (empty), a task (the newest), or one of
  * two markers that only its owner sets (a waker may clear SLEEP):
  *   SLEEP   the owner is asleep, or about to be: a push that replaces it
@@ -173,8 +188,12 @@ int64_t tpe__per_worker_spin_ns = 50000;
 /* White-box tests (stacks.h): NULL outside them. */
 void (*tpe__per_worker_steal_hook)(void);
 void (*tpe__per_worker_sleep_hook)(void);
+void (*tpe__per_worker_yield_hook)(void);
 /* The pool's node return stack may hold this many (node_cache.c). */
 #define RETURNS_MAX 65536
+/* Back-pressure (Design notes; the values are in stacks.h for the tests). */
+#define BACKLOG_EVERY TPE__PW_BACKLOG_EVERY
+#define BACKLOG_MAX TPE__PW_BACKLOG_MAX
 /* How many slots after a sleeping one a push looks at for an awake one. */
 #define PICK_TRIES 3
 /* How often a watcher looks for tasks an awake worker holds back (ns). */
@@ -206,6 +225,9 @@ struct slot {
 				   * after the task, or by a thief */
 	uint64_t completed;       /* A, O: tasks it finished */
 	uint64_t dropped;         /* A, O: handed back at shutdown-now */
+	uint64_t taken_upto;      /* A: `pushed` when the stack was last
+				   * taken whole (the owner, a thief);
+				   * relaxed, a hint for yield_if_behind */
 } __attribute__((aligned(TPE__CACHE_LINE)));
 
 struct pw_queue {
@@ -405,6 +427,16 @@ other_awake(const struct pw_queue *pq, const struct slot *me)
 
 /* ---- push, take, steal ------------------------------------------------ */
 
+/* Calls a white-box test's hook when one is set (stacks.h). */
+static inline void
+test_hook(void (**where)(void))
+{
+	void (*hook)(void) = __atomic_load_n(where, __ATOMIC_RELAXED);
+
+	if (hook != NULL)
+		hook();
+}
+
 /* The slot for this thread's next push: a thread-local round robin. */
 static size_t
 next_index(struct pw_queue *pq)
@@ -468,6 +500,32 @@ push(struct slot *s, struct tpe__task *t, struct tpe__task *seen)
 	    SLEEP, seen);
 }
 
+/* A whole stack was taken: what was pushed so far is not behind. */
+static inline void
+mark_taken(struct slot *s)
+{
+	tpe__hint_store(&s->taken_upto, tpe__hint_load(&s->pushed));
+}
+
+/*
+ * Every BACKLOG_EVERY-th push of this thread: yields the CPU once when
+ * more than BACKLOG_MAX tasks were pushed onto s since its last whole
+ * take (Design notes). Signed: a refused push's undo may leave pushed a
+ * little below taken_upto.
+ */
+static void
+yield_if_behind(struct slot *s)
+{
+	static TPE__TLS unsigned pushes;
+
+	if ((++pushes & (BACKLOG_EVERY - 1)) != 0 ||
+	    (int64_t)(tpe__hint_load(&s->pushed) -
+	    tpe__hint_load(&s->taken_upto)) <= BACKLOG_MAX)
+		return;
+	test_hook(&tpe__per_worker_yield_hook);
+	sched_yield();
+}
+
 static int
 pw_submit(struct tpe__engine *q, tpe_fn fn, void *arg, struct tpe_future *f)
 {
@@ -497,6 +555,7 @@ pw_submit(struct tpe__engine *q, tpe_fn fn, void *arg, struct tpe_future *f)
 		tpe__park_wake_all(&s->park); /* the marker is gone: wake its owner */
 	else
 		ensure_watcher(pq, s); /* t waits behind an awake worker */
+	yield_if_behind(s);
 	return 0;
 }
 
@@ -519,6 +578,7 @@ take_own(struct slot *me)
 	 * marker can be here: only this thread sets them, and it is awake. */
 	h = tpe__task_stack_take_all(&me->head);
 	TPE__ASSERT(h == NULL || is_task(h));
+	mark_taken(me);
 	return h;
 }
 
@@ -537,16 +597,6 @@ take_left(struct slot *me)
 	/* Acquire: pairs with the release store of rest (run_batch). */
 	h = __atomic_exchange_n(&me->rest, NULL, __ATOMIC_SEQ_CST);
 	return h != NULL ? reverse(h) : NULL;
-}
-
-/* Calls a white-box test's hook when one is set (stacks.h). */
-static inline void
-test_hook(void (**where)(void))
-{
-	void (*hook)(void) = __atomic_load_n(where, __ATOMIC_RELAXED);
-
-	if (hook != NULL)
-		hook();
 }
 
 /*
@@ -582,8 +632,10 @@ steal(struct pw_queue *pq, struct slot *me)
 		test_hook(&tpe__per_worker_steal_hook);
 		/* seq_cst (acquire): pairs with the pushes' CAS. */
 		if (__atomic_compare_exchange_n(&v->head, &h, NULL, false,
-		    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+		    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
+			mark_taken(v);
 			return h;
+		}
 	}
 	return NULL;
 }

@@ -13,6 +13,12 @@
 /* How long an idle worker spins before it sleeps (ns; 0: at once; set
  * before tpe_create). */
 extern int64_t tpe__per_worker_spin_ns;
+/* Back-pressure: a submitting thread looks every TPE__PW_BACKLOG_EVERY
+ * pushes (a power of two) and yields the CPU once when more than
+ * TPE__PW_BACKLOG_MAX tasks were pushed onto the slot since its stack was
+ * last taken (16384 nodes: about 0.8 MB, what a core's caches hold). */
+#define TPE__PW_BACKLOG_EVERY 1024
+#define TPE__PW_BACKLOG_MAX 16384
 /* How many of the engine's workers sleep or are going to. */
 size_t tpe__stacks_sleepers(const struct tpe__engine *e);
 /* Called (when set) by a thief after it marked itself awake and before it
@@ -23,5 +29,8 @@ extern void (*tpe__per_worker_steal_hook)(void);
  * before it puts its SLEEP marker there, so that a test can push a task
  * in between (the marker must then not go on). */
 extern void (*tpe__per_worker_sleep_hook)(void);
+/* Called (when set) by a submitter just before it yields the CPU because
+ * its slot's worker is far behind (the back-pressure of stacks.c). */
+extern void (*tpe__per_worker_yield_hook)(void);
 
 #endif /* TPE_ENGINE_STACKS_H */
