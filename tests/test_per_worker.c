@@ -458,72 +458,112 @@ test_per_worker_watcher_steals_one_by_one(void **state)
  * The rest of a batch is stolen once: the thief's exchange leaves NULL
  * behind, so the owner, back from its running task, finds nothing to take
  * back and runs none of the stolen tasks again. Built exactly: worker A,
- * held by b0, gets b1, t2 and t3 on its stack (B sleeps, so the pushes
- * pass it over) and B, woken as the watcher, is held in the steal hook
- * until A has detached the three and runs b1 with t2 and t3 as its rest;
- * B then steals the rest and runs it while b1 still holds A.
+ * held by b0, gets b1, t2 and t3 on its stack and B, a watcher, is held in
+ * the steal hook until A has detached the three and runs b1 with t2 and
+ * t3 as its rest; B then steals the rest and runs it while b1 still holds
+ * A. The three land on A only while B sleeps with its marker on and no
+ * push wakes it: a deep sleeper (it went to sleep before A was awake) is
+ * woken by the first push behind A and may take the next ones itself. So
+ * first a nudge: a task pushed behind A, which B (woken, or watching)
+ * steals and runs; B then sleeps again, now as a watcher, since A is awake
+ * until b0 returns, and pushes behind A wake no watcher.
+ *
+ * The latches live outside the test's frame: a failed assertion leaves
+ * the pool's threads waiting on them (rest_give_up lets go of them first).
  */
-static struct tu_latch *rest_hooked, *rest_go;
-static int rest_hook_once; /* atomic */
+static struct {
+	struct tu_latch started[2], release[2], hooked, go;
+	struct tu_blocker b[2];
+	int hook_once; /* atomic */
+} rest;
 
 static void
 rest_steal_hook(void)
 {
-	if (__atomic_exchange_n(&rest_hook_once, 1, __ATOMIC_SEQ_CST))
+	if (__atomic_exchange_n(&rest.hook_once, 1, __ATOMIC_SEQ_CST))
 		return;
-	tu_latch_count_down(rest_hooked);
-	if (!tu_latch_wait_for(rest_go, TU_WAIT_BOUND))
+	tu_latch_count_down(&rest.hooked);
+	if (!tu_latch_wait_for(&rest.go, TU_WAIT_BOUND))
 		fprintf(stderr, "rest steal: never let go\n");
+}
+
+/* Fails the test after letting every thread it holds go on. */
+static void
+rest_give_up(tpe_t *p, const char *what, int count)
+{
+	/* Read first: what the pool looked like when the wait gave up. */
+	struct tpe_stats st = tu_stats(p);
+	size_t asleep = sleepers(p);
+	int i;
+
+	__atomic_store_n(&tpe__per_worker_steal_hook, NULL, __ATOMIC_SEQ_CST);
+	tu_latch_count_down(&rest.go);
+	for (i = 0; i < 2; i++)
+		tu_latch_count_down(&rest.release[i]);
+	fail_msg("%s (sleepers %zu, queued %zu, active %zu, count %d)", what,
+	    asleep, st.queued, st.active, count);
 }
 
 static void
 test_per_worker_rest_stolen_once(void **state)
 {
-	struct tu_latch started[2], release[2], hooked, go;
-	struct tu_blocker b[2];
-	int count = 0, i;
+	int count = 0, nudged = 0, i;
 	tpe_t *p;
 
 	(void)state;
 	tpe__per_worker_spin_ns = 0;
 	p = pw_pool(2);
 	for (i = 0; i < 2; i++) {
-		tu_latch_init(&started[i], 1);
-		tu_latch_init(&release[i], 1);
-		b[i] = (struct tu_blocker){ &started[i], &release[i], NULL, 0 };
+		tu_latch_init(&rest.started[i], 1);
+		tu_latch_init(&rest.release[i], 1);
+		rest.b[i] = (struct tu_blocker){ &rest.started[i],
+		    &rest.release[i], NULL, 0 };
 	}
-	tu_latch_init(&hooked, 1);
-	tu_latch_init(&go, 1);
-	rest_hooked = &hooked;
-	rest_go = &go;
-	__atomic_store_n(&rest_hook_once, 0, __ATOMIC_SEQ_CST);
-	assert_int_equal(tpe_execute(p, tu_blocker_fn, &b[0]), 0);
-	assert_true(tu_latch_wait_for(&started[0], TU_WAIT_BOUND));
-	assert_true(TU_EVENTUALLY(sleepers(p) == 1, EV_TIMEOUT));
+	tu_latch_init(&rest.hooked, 1);
+	tu_latch_init(&rest.go, 1);
+	__atomic_store_n(&rest.hook_once, 0, __ATOMIC_SEQ_CST);
+	assert_int_equal(tpe_execute(p, tu_blocker_fn, &rest.b[0]), 0);
+	if (!tu_latch_wait_for(&rest.started[0], TU_WAIT_BOUND))
+		rest_give_up(p, "b0 never started", 0);
+	if (!TU_EVENTUALLY(sleepers(p) == 1, EV_TIMEOUT))
+		rest_give_up(p, "B never slept", 0);
+	/* The nudge: B runs it, then sleeps as a watcher. */
+	assert_int_equal(tpe_execute(p, tu_count_fn, &nudged), 0);
+	if (!TU_EVENTUALLY(tu_load(&nudged) == 1 && sleepers(p) == 1,
+	    EV_TIMEOUT))
+		rest_give_up(p, "the nudge behind A never ran", 0);
 	__atomic_store_n(&tpe__per_worker_steal_hook, rest_steal_hook,
 	    __ATOMIC_SEQ_CST);
-	assert_int_equal(tpe_execute(p, tu_blocker_fn, &b[1]), 0);
+	assert_int_equal(tpe_execute(p, tu_blocker_fn, &rest.b[1]), 0);
 	assert_int_equal(tpe_execute(p, tu_count_fn, &count), 0);
 	assert_int_equal(tpe_execute(p, tu_count_fn, &count), 0);
 	/* B, the watcher, holds in its first steal (of A's stack). */
-	assert_true(tu_latch_wait_for(&hooked, TU_WAIT_BOUND));
-	tu_latch_count_down(&release[0]);
-	assert_true(tu_latch_wait_for(&started[1], TU_WAIT_BOUND));
-	tu_latch_count_down(&go);
+	if (!tu_latch_wait_for(&rest.hooked, TU_WAIT_BOUND))
+		rest_give_up(p, "the watcher never stole", tu_load(&count));
+	/* None of the three ran: they wait behind b0, on A's stack. */
+	assert_int_equal(tu_load(&count), 0);
+	assert_int_equal(tu_ran(&rest.b[1]), 0);
+	tu_latch_count_down(&rest.release[0]);
+	if (!tu_latch_wait_for(&rest.started[1], TU_WAIT_BOUND))
+		rest_give_up(p, "A never ran b1", tu_load(&count));
+	tu_latch_count_down(&rest.go);
 	/* B steals t2 and t3 (A's rest) while b1 holds A. */
-	assert_true(TU_EVENTUALLY(tu_load(&count) == 2, TU_WAIT_BOUND));
-	tu_latch_count_down(&release[1]);
+	if (!TU_EVENTUALLY(tu_load(&count) == 2, TU_WAIT_BOUND))
+		rest_give_up(p, "the rest behind b1 never ran",
+		    tu_load(&count));
+	tu_latch_count_down(&rest.release[1]);
 	assert_int_equal(tpe_wait_idle(p, EV_TIMEOUT), 0);
 	__atomic_store_n(&tpe__per_worker_steal_hook, NULL, __ATOMIC_SEQ_CST);
 	assert_int_equal(tu_load(&count), 2);
-	assert_int_equal(tu_stats(p).completed, 4);
+	assert_int_equal(tu_load(&nudged), 1);
+	assert_int_equal(tu_stats(p).completed, 5);
 	assert_int_equal(tpe_destroy(p), 0);
 	for (i = 0; i < 2; i++) {
-		tu_latch_destroy(&started[i]);
-		tu_latch_destroy(&release[i]);
+		tu_latch_destroy(&rest.started[i]);
+		tu_latch_destroy(&rest.release[i]);
 	}
-	tu_latch_destroy(&hooked);
-	tu_latch_destroy(&go);
+	tu_latch_destroy(&rest.hooked);
+	tu_latch_destroy(&rest.go);
 }
 
 /*

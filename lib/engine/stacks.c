@@ -993,13 +993,27 @@ pw_worker_loop(struct tpe__engine *q, struct tpe__task *first)
 
 /* ---- the rest of the interface ---------------------------------------- */
 
+/*
+ * Settled sleepers (stacks.h): counted asleep (deep or watching) and
+ * still marked. A worker being woken is counted until it runs again, but
+ * its waker took its marker away first (a push's CAS, wake_one): so the
+ * smaller of the two counts. Either count alone misleads a test: a
+ * counted worker whose marker is gone takes pushes onto its own stack,
+ * and a marked one that is not yet counted may still go deep.
+ */
 size_t
 tpe__stacks_sleepers(const struct tpe__engine *q)
 {
 	const struct pw_queue *pq = pw_of_const(q);
+	size_t counted, marked = 0, i;
 
-	return __atomic_load_n(&pq->deep, __ATOMIC_SEQ_CST) +
+	counted = __atomic_load_n(&pq->deep, __ATOMIC_SEQ_CST) +
 	    __atomic_load_n(&pq->watchers, __ATOMIC_SEQ_CST);
+	for (i = 0; i < pq->n; i++)
+		if (__atomic_load_n(&pq->slots[i].head, __ATOMIC_SEQ_CST) ==
+		    SLEEP)
+			marked++;
+	return counted < marked ? counted : marked;
 }
 
 static int

@@ -19,7 +19,10 @@ extern int64_t tpe__per_worker_spin_ns;
  * last taken (16384 nodes: about 0.8 MB, what a core's caches hold). */
 #define TPE__PW_BACKLOG_EVERY 1024
 #define TPE__PW_BACKLOG_MAX 16384
-/* How many of the engine's workers sleep or are going to. */
+/* How many of the engine's workers sleep and are not being woken (for the
+ * white-box tests): counted asleep, deep or watching, with their SLEEP
+ * marker still on, so that a push passes them over for an awake worker
+ * until it wakes one. Exact when no push or wake-up is in flight. */
 size_t tpe__stacks_sleepers(const struct tpe__engine *e);
 /* Called (when set) by a thief after it marked itself awake and before it
  * takes another worker's tasks, so that a test can let the owner take
