@@ -74,6 +74,10 @@ forked(unsigned gen)
 	return tpe__forked_since(gen);
 }
 
+/* The record's size (worker.h): a 64-byte malloc chunk on LP64 glibc. */
+_Static_assert(sizeof(void *) != 8 || sizeof(struct tpe__worker) <= 56,
+    "struct tpe__worker grew past 56 bytes");
+
 static void *
 worker_main(void *arg)
 {
@@ -85,7 +89,7 @@ worker_main(void *arg)
 	char name[16];
 	bool terminate, ok;
 
-	snprintf(name, sizeof(name), "%s-%lu", a->name_prefix, w->id);
+	snprintf(name, sizeof(name), "%s-%u", a->name_prefix, w->id);
 	tpe__thread_set_name(name);
 	tpe__tls_worker_pool = pool;
 	tpe__metrics_tls_worker = w->mw; /* the engines' (metrics.h) */
@@ -186,7 +190,7 @@ tpe__worker_start_locked(tpe_t *pool, struct tpe__task *first)
 	if (rc == 0) {
 		w->pool = pool;
 		w->first = first;
-		w->id = id;
+		w->id = (unsigned int)id;
 		w->mw = mw;
 		w->joinable = false;
 		tpe__mutex_lock(&pool->lock);
