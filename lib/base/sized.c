@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* sized.c - the layouts of the growing structs, and their copy (sized.h). */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/sized.h"
@@ -62,4 +63,25 @@ tpe__sized_copy(const struct tpe__sized *layout, void *dst, size_t size,
 			n = layout->ends[i];
 	memcpy(dst, src, n);
 	memset((char *)dst + n, 0, size - n);
+}
+
+void *
+tpe__sized_out_begin(const struct tpe__sized *layout, void *dst, size_t size)
+{
+	if (size < layout->size)
+		return calloc(1, layout->size);
+	memset(dst, 0, layout->size);
+	return dst;
+}
+
+void
+tpe__sized_out_end(const struct tpe__sized *layout, void *dst, size_t size,
+    void *snap)
+{
+	if (snap != dst) {
+		tpe__sized_copy(layout, dst, size, snap);
+		free(snap);
+	} else if (size > layout->size) {
+		memset((char *)dst + layout->size, 0, size - layout->size);
+	}
 }

@@ -53,4 +53,21 @@ int tpe__sized_check(const struct tpe__sized *layout, const void *dst,
 void tpe__sized_copy(const struct tpe__sized *layout, void *dst, size_t size,
     const void *src);
 
+/*
+ * For a struct too large for a stack (a task may ask for it): where to
+ * build the snapshot. dst itself when it holds this version or a newer
+ * one (size >= layout->size), else a heap copy; zeroed either way. NULL
+ * when that copy cannot be allocated. tpe__sized_out_end delivers it.
+ */
+void *tpe__sized_out_begin(const struct tpe__sized *layout, void *dst,
+    size_t size);
+
+/*
+ * Delivers snap, from tpe__sized_out_begin, into dst (size bytes): a heap
+ * copy is copied as tpe__sized_copy does and freed; in dst itself, the
+ * members newer than this library are zeroed.
+ */
+void tpe__sized_out_end(const struct tpe__sized *layout, void *dst,
+    size_t size, void *snap);
+
 #endif /* TPE_SIZED_H */

@@ -683,27 +683,12 @@ sampler_init(const tpe_coop_t *coop, struct sampler *smp, uint32_t seed)
 	smp->tick = next_tick(coop, smp);
 }
 
-/* Adds n to a count of block m: a worker's (one writer) or the shared
- * one of the dedicated threads (the design notes). */
-static inline void
-m_add(uint64_t *c, uint64_t n, bool shared)
-{
-	if (shared)
-		tpe__counter_add(c, n);
-	else
-		tpe__metrics_add(c, n);
-}
-
 /* A timed call that took ns: into m's histogram. */
 static void
 record_call(struct coop_metrics *m, int64_t ns, bool shared)
 {
-	uint64_t v = ns > 0 ? (uint64_t)ns : 0;
-
-	m_add(&m->call_time.buckets[tpe__hist_index(v)], 1, shared);
-	m_add(&m->call_time.count, 1, shared);
-	m_add(&m->call_time.sum_ns, v, shared);
-	m_add(&m->calls_timed, 1, shared);
+	tpe__hist_record(&m->call_time, ns > 0 ? (uint64_t)ns : 0, shared);
+	tpe__metrics_add_any(&m->calls_timed, 1, shared);
 }
 
 /* Calls s, counted (and timed) in block m when it is not NULL. */
@@ -718,14 +703,14 @@ call_slot(const tpe_coop_t *coop, struct coop_metrics *m,
 		return s->fn(s->ctx);
 	if (--smp->tick != 0) {
 		r = s->fn(s->ctx);
-		m_add(&m->calls, 1, shared);
+		tpe__metrics_add_any(&m->calls, 1, shared);
 		return r;
 	}
 	smp->tick = next_tick(coop, smp);
 	start = tpe__now_ns();
 	r = s->fn(s->ctx);
 	record_call(m, tpe__now_ns() - start, shared);
-	m_add(&m->calls, 1, shared);
+	tpe__metrics_add_any(&m->calls, 1, shared);
 	return r;
 }
 
@@ -1390,33 +1375,24 @@ static const struct tpe__sized coop_metrics_layout = {
 	sizeof(coop_metrics_ends) / sizeof(coop_metrics_ends[0])
 };
 
-_Static_assert(sizeof(struct tpe__hist) == sizeof(struct tpe_histogram),
-    "struct tpe__hist mirrors struct tpe_histogram");
-
 /* Adds one worker's block to *out: relaxed loads of words that one
  * writer stores (the design notes). */
 static void
 merge(struct tpe_coop_metrics *out, const struct coop_metrics *m)
 {
-	size_t i;
-
 	out->calls += tpe__hint_load(&m->calls);
 	out->calls_timed += tpe__hint_load(&m->calls_timed);
 	out->passes += tpe__hint_load(&m->passes);
 	out->idle_passes += tpe__hint_load(&m->idle_passes);
 	out->parks += tpe__hint_load(&m->parks);
-	out->call_time.count += tpe__hint_load(&m->call_time.count);
-	out->call_time.sum_ns += tpe__hint_load(&m->call_time.sum_ns);
-	for (i = 0; i < TPE_HISTOGRAM_BUCKETS; i++)
-		out->call_time.buckets[i] +=
-		    tpe__hint_load(&m->call_time.buckets[i]);
+	tpe__hist_sum(&out->call_time, &m->call_time);
 }
 
 int
 tpe_coop_get_metrics(const tpe_coop_t *coop, struct tpe_coop_metrics *metrics,
     size_t size)
 {
-	struct tpe_coop_metrics *snap = metrics;
+	struct tpe_coop_metrics *snap;
 	size_t i;
 
 	if (coop == NULL ||
@@ -1424,22 +1400,14 @@ tpe_coop_get_metrics(const tpe_coop_t *coop, struct tpe_coop_metrics *metrics,
 		return EINVAL;
 	if (coop->metrics == NULL)
 		return ENOTSUP;
-	/* The caller's struct when it holds this version (no 9 KiB on the
-	 * stack of a tasklet that asks), else a copy. */
-	if (size < sizeof(*snap) && (snap = malloc(sizeof(*snap))) == NULL)
+	/* About 9 KiB: not on the stack of a tasklet that asks. */
+	snap = tpe__sized_out_begin(&coop_metrics_layout, metrics, size);
+	if (snap == NULL)
 		return ENOMEM;
-	memset(snap, 0, sizeof(*snap));
 	for (i = 0; i <= coop->n; i++)
 		merge(snap, &coop->metrics[i]);
 	snap->timing_period = (coop->flags & TPE_COOP_METRICS_TIME_ALL) ? 1 :
 	    TIMING_PERIOD;
-	if (snap != metrics) {
-		tpe__sized_copy(&coop_metrics_layout, metrics, size, snap);
-		free(snap);
-	} else if (size > sizeof(*snap)) {
-		/* A newer caller: the fields this library does not know. */
-		memset((char *)metrics + sizeof(*snap), 0,
-		    size - sizeof(*snap));
-	}
+	tpe__sized_out_end(&coop_metrics_layout, metrics, size, snap);
 	return 0;
 }

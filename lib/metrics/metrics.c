@@ -91,13 +91,12 @@ bucket_width(size_t bucket)
 	return UINT64_C(1) << ((bucket >> SUB_BITS) - 1);
 }
 
-/* One value into a histogram with one writer (metrics.h). */
-static void
-hist_record(struct tpe__hist *h, uint64_t v)
+void
+tpe__hist_record(struct tpe__hist *h, uint64_t v, bool shared)
 {
-	tpe__metrics_add(&h->buckets[tpe__hist_index(v)], 1);
-	tpe__metrics_add(&h->count, 1);
-	tpe__metrics_add(&h->sum_ns, v);
+	tpe__metrics_add_any(&h->buckets[tpe__hist_index(v)], 1, shared);
+	tpe__metrics_add_any(&h->count, 1, shared);
+	tpe__metrics_add_any(&h->sum_ns, v, shared);
 }
 
 int
@@ -240,17 +239,17 @@ tpe__metrics_task_end_slow(struct tpe__metrics_worker *w,
 {
 	int64_t now = tpe__now_ns();
 
-	hist_record(&w->queue_wait, start_ns > accepted_ns ?
-	    (uint64_t)(start_ns - accepted_ns) : 0);
-	hist_record(&w->run_time,
-	    now > start_ns ? (uint64_t)(now - start_ns) : 0);
+	tpe__hist_record(&w->queue_wait, start_ns > accepted_ns ?
+	    (uint64_t)(start_ns - accepted_ns) : 0, false);
+	tpe__hist_record(&w->run_time,
+	    now > start_ns ? (uint64_t)(now - start_ns) : 0, false);
 	tpe__metrics_add(&w->tasks_timed, 1);
 }
 
 /* ---- reading ---------------------------------------------------------- */
 
-static void
-hist_sum(struct tpe_histogram *dst, const struct tpe__hist *src)
+void
+tpe__hist_sum(struct tpe_histogram *dst, const struct tpe__hist *src)
 {
 	size_t i;
 
@@ -287,8 +286,8 @@ read_raw(const struct tpe__metrics *m, struct tpe_metrics *out)
 		out->batches += tpe__hint_load(&w->batches);
 		out->steals += tpe__hint_load(&w->steals);
 		out->stolen_tasks += tpe__hint_load(&w->stolen_tasks);
-		hist_sum(&out->queue_wait, &w->queue_wait);
-		hist_sum(&out->run_time, &w->run_time);
+		tpe__hist_sum(&out->queue_wait, &w->queue_wait);
+		tpe__hist_sum(&out->run_time, &w->run_time);
 	}
 #define C(f, i) out->f = tpe__counter_read(&m->counters[i])
 	C(reserve_hits, TPE__M_RESERVE_HIT);

@@ -147,6 +147,11 @@ extern const struct tpe__sized tpe__metrics_layout;
 
 /* Histogram bucket of a value (tpe.h). */
 size_t tpe__hist_index(uint64_t v);
+/* One value into h: its one writer (relaxed load and store) or, when
+ * `shared`, one of many (relaxed atomic adds). */
+void tpe__hist_record(struct tpe__hist *h, uint64_t v, bool shared);
+/* Adds h's counts to dst: relaxed loads of a histogram being written. */
+void tpe__hist_sum(struct tpe_histogram *dst, const struct tpe__hist *src);
 
 /* ---- recording --------------------------------------------------------- */
 
@@ -155,6 +160,17 @@ static inline void
 tpe__metrics_add(uint64_t *c, uint64_t n)
 {
 	tpe__hint_store(c, tpe__hint_load(c) + n);
+}
+
+/* An add to a count that has one writer, or many when `shared` (relaxed
+ * atomic add). */
+static inline void
+tpe__metrics_add_any(uint64_t *c, uint64_t n, bool shared)
+{
+	if (shared)
+		tpe__counter_add(c, n);
+	else
+		tpe__metrics_add(c, n);
 }
 
 /* A pool-wide count (m may be NULL: metrics off). */

@@ -863,7 +863,7 @@ int
 tpe_get_metrics(const tpe_t *cpool, struct tpe_metrics *metrics, size_t size)
 {
 	tpe_t *pool = (tpe_t *)cpool; /* the lock is not part of the value */
-	struct tpe_metrics *snap = metrics;
+	struct tpe_metrics *snap;
 	struct tpe_stats st;
 
 	if (pool == NULL ||
@@ -871,9 +871,9 @@ tpe_get_metrics(const tpe_t *cpool, struct tpe_metrics *metrics, size_t size)
 		return EINVAL;
 	if (pool->metrics == NULL)
 		return ENOTSUP;
-	/* The caller's struct when it holds this version (no 17 KiB on the
-	 * stack of a task that asks), else a copy. */
-	if (size < sizeof(*snap) && (snap = malloc(sizeof(*snap))) == NULL)
+	/* About 17 KiB: not on the stack of a task that asks. */
+	snap = tpe__sized_out_begin(&tpe__metrics_layout, metrics, size);
+	if (snap == NULL)
 		return ENOMEM;
 	(void)tpe_get_stats(pool, &st, sizeof(st));
 	tpe__mutex_lock(&pool->lock);
@@ -886,12 +886,7 @@ tpe_get_metrics(const tpe_t *cpool, struct tpe_metrics *metrics, size_t size)
 	snap->idle = st.idle;
 	snap->queued = st.queued;
 	snap->blocked = st.blocked;
-	if (snap != metrics) {
-		tpe__sized_copy(&tpe__metrics_layout, metrics, size, snap);
-		free(snap);
-	} else if (size > sizeof(*snap)) {
-		memset((char *)metrics + sizeof(*snap), 0, size - sizeof(*snap));
-	}
+	tpe__sized_out_end(&tpe__metrics_layout, metrics, size, snap);
 	return 0;
 }
 

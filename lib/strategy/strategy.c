@@ -533,37 +533,31 @@ tpe_strategy_get_metrics(const tpe_strategy_t *cs,
 {
 	/* s->lock is taken: the strategy is not changed. */
 	struct tpe_strategy *s = (struct tpe_strategy *)cs;
-	struct tpe_strategy_metrics *snap = metrics;
+	struct tpe_strategy_metrics *snap = NULL;
 	bool on;
 
 	if (s == NULL ||
 	    tpe__sized_check(&strategy_metrics_layout, metrics, size) != 0)
 		return EINVAL;
-	/* The caller's struct when it holds this version, else a copy. */
-	if (size < sizeof(*snap) && (snap = calloc(1, sizeof(*snap))) == NULL)
-		return ENOMEM;
 	tpe__mutex_lock(&s->lock);
+	/* Off: the caller's struct is left as it was. */
 	on = s->metrics;
-	if (on) {
+	if (on && (snap = tpe__sized_out_begin(&strategy_metrics_layout,
+	    metrics, size)) != NULL) {
 		snap->handovers = s->handovers;
 		snap->handovers_reclaimed = s->reclaimed;
 		memcpy(&snap->handover_time, s->handover_time,
 		    sizeof(snap->handover_time));
 	}
 	tpe__mutex_unlock(&s->lock);
-	if (on) {
-		snap->pc = tpe__counter_read(&s->pc);
-		snap->pic = tpe__counter_read(&s->pic);
-		snap->pec = tpe__counter_read(&s->pec);
-		snap->epc = tpe__counter_read(&s->epc);
-		if (snap != metrics)
-			tpe__sized_copy(&strategy_metrics_layout, metrics,
-			    size, snap);
-		else if (size > sizeof(*snap))
-			memset((char *)metrics + sizeof(*snap), 0,
-			    size - sizeof(*snap));
-	}
-	if (snap != metrics)
-		free(snap);
-	return on ? 0 : ENOTSUP;
+	if (!on)
+		return ENOTSUP;
+	if (snap == NULL)
+		return ENOMEM;
+	snap->pc = tpe__counter_read(&s->pc);
+	snap->pic = tpe__counter_read(&s->pic);
+	snap->pec = tpe__counter_read(&s->pec);
+	snap->epc = tpe__counter_read(&s->epc);
+	tpe__sized_out_end(&strategy_metrics_layout, metrics, size, snap);
+	return 0;
 }
