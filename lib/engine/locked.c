@@ -1096,7 +1096,14 @@ locked_worker_loop(struct tpe__engine *e, struct tpe__task *t)
 static int
 locked_attach(struct tpe__engine *e, tpe_t *pool)
 {
-	locked_of(e)->pool = pool;
+	struct tpe__locked *le = locked_of(e);
+
+	le->pool = pool;
+	/* A lock-free submitter runs ahead of the workers by tens of
+	 * thousands of tasks: a return stack of the default 256 nodes made
+	 * about half of them a malloc (node_cache.h). */
+	if (le->lockfree)
+		pool->returns.max = TPE__NODE_RETURNS_MANY;
 	return 0;
 }
 

@@ -20,12 +20,12 @@
  * slot then still has a thread that will own it.)
  *
  * Submit (pw_submit, no lock, any thread): the node comes from the
- * thread's node cache (node_cache.c: no malloc in the steady state; this kind
- * lets the pool's return stack hold RETURNS_MAX nodes, so that workers do
- * not free what submitters malloc'd); the task is counted in its slot's
- * `pushed` (a relaxed add on the line the push takes anyway: no counter
- * line shared by every submitter), then pushed with one CAS onto the
- * slot's stack. The slot is the next of a thread-local round robin (no
+ * thread's node cache (node_cache.c: no malloc in the steady state; this
+ * kind lets the pool's return stack hold TPE__NODE_RETURNS_MANY nodes, so
+ * that workers do not free what submitters malloc'd); the task is counted
+ * in its slot's `pushed` (a relaxed add on the line the push takes anyway:
+ * no counter line shared by every submitter), then pushed with one CAS
+ * onto the slot's stack. The slot is the next of a thread-local round robin (no
  * shared line, seeded per thread), unless that slot's worker sleeps and
  * one of the next PICK_TRIES slots has an awake worker: then that one
  * (pick_slot). So a pool with more workers than its load needs runs on the
@@ -189,8 +189,6 @@ int64_t tpe__per_worker_spin_ns = 50000;
 void (*tpe__per_worker_steal_hook)(void);
 void (*tpe__per_worker_sleep_hook)(void);
 void (*tpe__per_worker_yield_hook)(void);
-/* The pool's node return stack may hold this many (node_cache.c). */
-#define RETURNS_MAX 65536
 /* Back-pressure (Design notes; the values are in stacks.h for the tests). */
 #define BACKLOG_EVERY TPE__PW_BACKLOG_EVERY
 #define BACKLOG_MAX TPE__PW_BACKLOG_MAX
@@ -1024,8 +1022,8 @@ pw_attach(struct tpe__engine *q, tpe_t *pool)
 	pq->pool = pool;
 	/* Before any worker or submitter touches it (node_cache.c): room for the
 	 * nodes in flight, so that the steady state neither mallocs nor
-	 * frees; at most RETURNS_MAX nodes (48 B each) stay cached. */
-	pool->returns.max = RETURNS_MAX;
+	 * frees; at most TPE__NODE_RETURNS_MANY nodes (48 B each) stay cached. */
+	pool->returns.max = TPE__NODE_RETURNS_MANY;
 	return pool->attr.core == pq->n && pool->attr.max == pq->n ? 0 :
 	    EINVAL;
 }

@@ -22,6 +22,15 @@ struct tpe__node_returns {
 	size_t max;             /* I: the bound (0: the default, 256) */
 };
 
+/*
+ * The bound for a pool whose submitters push without the lock and may run
+ * ahead of its workers (the per-worker stacks, the unbounded queue's
+ * inbox): its nodes in flight far exceed the default, and a node that
+ * cannot come back is a malloc on the submitter and a free on a worker.
+ * At most 3 MB (48-byte chunks) stay cached until the pool is destroyed.
+ */
+#define TPE__NODE_RETURNS_MANY 65536
+
 /* A node for a new task, any thread, no lock: NULL when malloc fails. */
 struct tpe__task *tpe__node_get(struct tpe__node_returns *r);
 /* Gives back the node of a finished task, any thread, no lock. */
