@@ -1803,7 +1803,7 @@ spread(const char *sc, const char *peer)
  * not a bimodal split averaged away). The default pool: 1.5x Java's
  * ThreadPoolExecutor and 3x the hand-rolled pool on tiny-1. Handoff:
  * adaptive within 0.9x of the best forced mode. Idle latency: p99 at most
- * the hand-rolled pool's.
+ * the hand-rolled pool's. No regression of the heap per idle thread.
  */
 static void
 speed_targets(void)
@@ -1815,7 +1815,8 @@ speed_targets(void)
 
 	if (result("tiny-1", "libtpe-pw") == NULL &&
 	    result("tiny-1", "libtpe") == NULL && ad == NULL &&
-	    result("latency", "libtpe") == NULL)
+	    result("latency", "libtpe") == NULL &&
+	    result("memory-thread", "libtpe") == NULL)
 		return;
 	out("\ntargets (issue 19, speed, this machine):\n");
 	target("pw tiny-1 tasks/s >= 1.2x java-fjp", ratio_of("tiny-1",
@@ -1844,6 +1845,12 @@ speed_targets(void)
 	    ad != NULL && best > 0 ? ad->med[1] / best : -1, true, 0.9, "x");
 	target("latency p99 <= hand-rolled", ratio("latency", "hand-rolled",
 	    1), false, 1, "x");
+	/* No regression: the heap per idle thread when the issue was
+	 * filed (memory-thread, 16 threads). */
+	target("default heap per idle thread <= 555 B",
+	    median("memory-thread", "libtpe", 0), false, 555, " B");
+	target("pw heap per idle thread <= 675 B",
+	    median("memory-thread", "libtpe-pw", 0), false, 675, " B");
 }
 
 /* Issue 22: the metrics' cost, side by side in one run. */
