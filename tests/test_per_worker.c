@@ -341,6 +341,88 @@ test_per_worker_yields_when_far_behind(void **state)
 }
 
 /*
+ * A large batch runs newest first, a small one oldest first (stacks.c,
+ * large batches). Built exactly: the one worker is held while n tasks are
+ * pushed onto its stack, then takes them whole; each task writes its
+ * number where the run order says. Every task runs once either way.
+ */
+struct run_order {
+	long *ran;  /* the task numbers, in the order they ran */
+	long next;  /* atomic: the next place in ran */
+};
+
+struct order_task {
+	struct run_order *o;
+	long i;
+};
+
+static void
+order_fn(void *arg)
+{
+	struct order_task *t = arg;
+	long k = __atomic_fetch_add(&t->o->next, 1, __ATOMIC_SEQ_CST);
+
+	t->o->ran[k] = t->i;
+}
+
+/* Runs n tasks behind a held worker; true when the newest ran first
+ * (false: the oldest did). Fails unless each ran exactly once. */
+static bool
+held_batch_newest_first(long n)
+{
+	struct run_order o = { calloc((size_t)n, sizeof(long)), 0 };
+	struct order_task *t = calloc((size_t)n, sizeof(*t));
+	char *seen = calloc((size_t)n, 1);
+	struct tu_latch started, release;
+	struct tu_blocker b;
+	bool newest;
+	tpe_t *p;
+	long i;
+
+	assert_non_null(o.ran);
+	assert_non_null(t);
+	assert_non_null(seen);
+	p = pw_pool(1);
+	tu_latch_init(&started, 1);
+	tu_latch_init(&release, 1);
+	b = (struct tu_blocker){ &started, &release, NULL, 0 };
+	assert_int_equal(tpe_execute(p, tu_blocker_fn, &b), 0);
+	assert_true(tu_latch_wait_for(&started, TU_WAIT_BOUND));
+	for (i = 0; i < n; i++) {
+		t[i] = (struct order_task){ &o, i };
+		assert_int_equal(tpe_execute(p, order_fn, &t[i]), 0);
+	}
+	tu_latch_count_down(&release);
+	assert_int_equal(tpe_wait_idle(p, EV_TIMEOUT), 0);
+	assert_int_equal(__atomic_load_n(&o.next, __ATOMIC_SEQ_CST), n);
+	for (i = 0; i < n; i++) {
+		assert_in_range(o.ran[i], 0, n - 1);
+		assert_int_equal(seen[o.ran[i]], 0);
+		seen[o.ran[i]] = 1;
+	}
+	/* One batch, in one order or the other. */
+	newest = o.ran[0] == n - 1;
+	for (i = 0; i < n; i++)
+		assert_int_equal(o.ran[i], newest ? n - 1 - i : i);
+	assert_int_equal(tpe_destroy(p), 0);
+	tu_latch_destroy(&started);
+	tu_latch_destroy(&release);
+	free(o.ran);
+	free(t);
+	free(seen);
+	return newest;
+}
+
+static void
+test_per_worker_large_batch_newest_first(void **state)
+{
+	(void)state;
+	assert_false(held_batch_newest_first(8));
+	assert_false(held_batch_newest_first(TPE__PW_LIFO_BATCH));
+	assert_true(held_batch_newest_first(TPE__PW_LIFO_BATCH + 1));
+}
+
+/*
  * An idle pool's workers sleep and are not woken: each worker's thread
  * is asleep and makes next to no context switch (a wake-up is one) over
  * a window of 300 ms. A spinning worker would be running, a polling one would
@@ -965,6 +1047,8 @@ main(void)
 		cmocka_unit_test_setup(
 		    test_per_worker_push_before_sleep_marker, reset_spin),
 		cmocka_unit_test_setup(test_per_worker_yields_when_far_behind,
+		    reset_spin),
+		cmocka_unit_test_setup(test_per_worker_large_batch_newest_first,
 		    reset_spin),
 		cmocka_unit_test_setup(test_per_worker_idle_uses_no_cpu,
 		    reset_spin),

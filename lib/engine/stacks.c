@@ -35,6 +35,18 @@
  * top: the line is here already, and a guess of "empty" would fail
  * whenever the worker is behind.
  *
+ * Large batches run newest first: a stack taken whole (by its owner or a
+ * thief) that holds more than LIFO_BATCH tasks by the estimate of the
+ * slot's counters (`pushed` - `taken_upto` just before the take) is run
+ * as it comes, without the reversal. Reversing walks every node once more
+ * before the run walks it again, and the old nodes of a large stack are
+ * cold: with a submitter far ahead (hundreds of thousands of tasks), that
+ * walk was most of the worker's time (70% of its perf samples, on the
+ * load of `next`), so the worker fell further behind and the run settled
+ * at 2 to 4 times the time per task (the bench's bimodal tiny figures).
+ * Newest first also runs the nodes still in cache first. The usual small
+ * batches still run oldest first; the kind promises no order (Order).
+ *
  * Back-pressure without waiting: every BACKLOG_EVERY-th push of a thread
  * looks at how many tasks its slot received since its stack was last
  * taken whole (`pushed` - `taken_upto`, relaxed hints) and, above
@@ -60,15 +72,15 @@
  *           every stack and no task is stranded behind a worker that left.
  *
  * Take (owner): one exchange detaches the whole stack; the worker reverses
- * it (oldest first) and runs the batch. While a task of the batch runs,
- * the rest of the batch is published in `rest` (a release store) and taken
- * back after it with one exchange, unless a thief took it. Between tasks
- * the worker checks the pool: pause waits, shutdown-now hands the rest
- * back through the discard callback. Nodes leave a stack or `rest` only
- * all at once (an exchange, or a CAS of the whole top to NULL), never
- * singly, so there is no ABA problem: a CAS that finds the same top takes
- * whatever stack is there, and no link under a top is written while it
- * is in a stack.
+ * it (oldest first; not a large one, below) and runs the batch. While a
+ * task of the batch runs, the rest of the batch is published in `rest` (a
+ * release store) and taken back after it with one exchange, unless a thief
+ * took it. Between tasks the worker checks the pool: pause waits,
+ * shutdown-now hands the rest back through the discard callback. Nodes
+ * leave a stack or `rest` only all at once (an exchange, or a CAS of the
+ * whole top to NULL), never singly, so there is no ABA problem: a CAS
+ * that finds the same top takes whatever stack is there, and no link
+ * under a top is written while it is in a stack.
  *
  * Awake, spinning, sleeping. A worker is awake (`busy`, seq_cst) from its
  * start or wake-up until it goes to sleep, running or idle. An idle worker
@@ -94,18 +106,19 @@
  *
  * Steal rule: an idle worker (spinning, or a watcher's look every
  * WATCH_NS) takes from another awake worker first the rest of the batch
- * behind its running task (its oldest tasks), else its whole stack, and
- * runs it oldest first. So a worker stuck in a long task strands nothing:
- * what it holds back and what is pushed onto its stack are taken within
- * WATCH_NS by a watcher, at once by a spinner. A thief marks itself awake
- * before it takes (the tpe_wait_idle paragraph below); a watcher whose
- * steal finds the tasks gone (the owner took them first) marks itself
- * asleep again before it sleeps on.
+ * behind its running task, else its whole stack, and runs it oldest
+ * first (a large stack newest first). So a worker stuck in a long task
+ * strands nothing: what it holds back and what is pushed onto its stack
+ * are taken within WATCH_NS by a watcher, at once by a spinner. A thief
+ * marks itself awake before it takes (the tpe_wait_idle paragraph below);
+ * a watcher whose steal finds the tasks gone (the owner took them first)
+ * marks itself asleep again before it sleeps on.
  *
  * Order: tasks that one thread submits to one slot are pushed in order and
- * each detach runs them oldest first, but the slot a task goes to depends
- * on who sleeps, and a thief runs part of a worker's tasks while the owner
- * runs others. So the kind promises no order (tpe_attr_set_queue(3)).
+ * each detach of at most LIFO_BATCH tasks runs them oldest first, but the
+ * slot a task goes to depends on who sleeps, and a thief runs part of a
+ * worker's tasks while the owner runs others. So the kind promises no
+ * order (tpe_attr_set_queue(3)).
  *
  * Sleep protocol (a marker in the stack word and a wake sequence; one RMW
  * per push, and a system call only when the owner really sleeps):
@@ -192,6 +205,9 @@ void (*tpe__per_worker_yield_hook)(void);
 /* Back-pressure (Design notes; the values are in stacks.h for the tests). */
 #define BACKLOG_EVERY TPE__PW_BACKLOG_EVERY
 #define BACKLOG_MAX TPE__PW_BACKLOG_MAX
+/* A stack taken whole with more tasks than this runs newest first (Design
+ * notes); 1024 and 16384 did as well or a little worse in the A/B. */
+#define LIFO_BATCH TPE__PW_LIFO_BATCH
 /* How many slots after a sleeping one a push looks at for an awake one. */
 #define PICK_TRIES 3
 /* How often a watcher looks for tasks an awake worker holds back (ns). */
@@ -219,7 +235,7 @@ struct slot {
 	 * their own, so that they do not pull the stack's line back. */
 	uint64_t started __attribute__((aligned(TPE__CACHE_LINE))); /* A, O */
 	struct tpe__task *rest;   /* A: the owner's batch behind its running
-				   * task, oldest first; taken by the owner
+				   * task, in run order; taken by the owner
 				   * after the task, or by a thief */
 	uint64_t completed;       /* A, O: tasks it finished */
 	uint64_t dropped;         /* A, O: handed back at shutdown-now */
@@ -498,6 +514,18 @@ push(struct slot *s, struct tpe__task *t, struct tpe__task *seen)
 	    SLEEP, seen);
 }
 
+/*
+ * How many tasks were pushed onto s since its stack was last taken whole:
+ * relaxed hints, an estimate. Signed: a refused push's undo may leave
+ * pushed a little below taken_upto.
+ */
+static inline int64_t
+behind(const struct slot *s)
+{
+	return (int64_t)(tpe__hint_load(&s->pushed) -
+	    tpe__hint_load(&s->taken_upto));
+}
+
 /* A whole stack was taken: what was pushed so far is not behind. */
 static inline void
 mark_taken(struct slot *s)
@@ -505,20 +533,21 @@ mark_taken(struct slot *s)
 	tpe__hint_store(&s->taken_upto, tpe__hint_load(&s->pushed));
 }
 
+/* Set by the take or steal whose stack the same thread runs next: run it
+ * newest first (Design notes, large batches). */
+static TPE__TLS bool tls_newest_first;
+
 /*
  * Every BACKLOG_EVERY-th push of this thread: yields the CPU once when
  * more than BACKLOG_MAX tasks were pushed onto s since its last whole
- * take (Design notes). Signed: a refused push's undo may leave pushed a
- * little below taken_upto.
+ * take (Design notes).
  */
 static void
 yield_if_behind(struct slot *s)
 {
 	static TPE__TLS unsigned pushes;
 
-	if ((++pushes & (BACKLOG_EVERY - 1)) != 0 ||
-	    (int64_t)(tpe__hint_load(&s->pushed) -
-	    tpe__hint_load(&s->taken_upto)) <= BACKLOG_MAX)
+	if ((++pushes & (BACKLOG_EVERY - 1)) != 0 || behind(s) <= BACKLOG_MAX)
 		return;
 	test_hook(&tpe__per_worker_yield_hook);
 	sched_yield();
@@ -572,6 +601,7 @@ take_own(struct slot *me)
 
 	if (!is_task(h))
 		return NULL;
+	tls_newest_first = behind(me) > LIFO_BATCH;
 	/* seq_cst (acquire): pairs with the push's CAS, for the nodes. No
 	 * marker can be here: only this thread sets them, and it is awake. */
 	h = tpe__task_stack_take_all(&me->head);
@@ -599,7 +629,7 @@ take_left(struct slot *me)
 
 /*
  * Takes from an awake other worker the rest of the batch behind its
- * running task (its oldest tasks), else its whole stack; NULL if none.
+ * running task, else its whole stack; NULL if none.
  * Either comes back newest first, as a stack does (the caller reverses).
  */
 static struct tpe__task *
@@ -620,14 +650,17 @@ steal(struct pw_queue *pq, struct slot *me)
 			 * rest (run_batch), for the links. */
 			h = __atomic_exchange_n(&v->rest, NULL,
 			    __ATOMIC_SEQ_CST);
-			if (h != NULL)
+			if (h != NULL) {
+				tls_newest_first = false;
 				return reverse(h);
+			}
 		}
 		h = __atomic_load_n(&v->head, __ATOMIC_SEQ_CST);
 		if (!is_task(h))
 			continue;
 		set_busy(me);
 		test_hook(&tpe__per_worker_steal_hook);
+		tls_newest_first = behind(v) > LIFO_BATCH;
 		/* seq_cst (acquire): pairs with the pushes' CAS. */
 		if (__atomic_compare_exchange_n(&v->head, &h, NULL, false,
 		    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
@@ -673,14 +706,17 @@ wait_while_paused(struct pw_queue *pq, struct slot *me)
 	}
 }
 
-/* Runs a detached stack oldest first; its nodes end in one chain.
- * *small: it held at most BATCH_SMALL tasks. */
+/* Runs a detached stack (newest first, as taken): oldest first, or as it
+ * is when its take said large; its nodes end in one chain. *small: it
+ * held at most BATCH_SMALL tasks. */
 static enum step
 run_batch(struct pw_queue *pq, struct slot *me, struct tpe__task *h,
     bool *small)
 {
 	tpe_t *pool = pq->pool;
-	struct tpe__task *fifo = reverse(h), *t, *done = NULL, *last = NULL;
+	/* In run order: oldest first, or as taken when it is large. */
+	struct tpe__task *fifo = tls_newest_first ? h : reverse(h), *t;
+	struct tpe__task *done = NULL, *last = NULL;
 	/* This thread's metrics block, or NULL (lib/metrics): the thread's,
 	 * not the slot's, which may change hands (managed blocking). */
 	struct tpe__metrics_worker *mw = tpe__metrics_tls_worker;
@@ -953,6 +989,7 @@ pw_worker_loop(struct tpe__engine *q, struct tpe__task *first)
 		 * fill before the next detach (let_fill). */
 		if (small && !woken)
 			let_fill();
+		tls_newest_first = false;
 		h = take_left(me);
 		if (h == NULL)
 			h = take_own(me);

@@ -19,6 +19,9 @@ extern int64_t tpe__per_worker_spin_ns;
  * last taken (16384 nodes: about 0.8 MB, what a core's caches hold). */
 #define TPE__PW_BACKLOG_EVERY 1024
 #define TPE__PW_BACKLOG_MAX 16384
+/* A stack taken whole with more tasks than this (by the slot's counters)
+ * runs newest first, without the reversal; smaller ones oldest first. */
+#define TPE__PW_LIFO_BATCH 4096
 /* How many of the engine's workers sleep and are not being woken (for the
  * white-box tests): counted asleep, deep or watching, with their SLEEP
  * marker still on, so that a push passes them over for an awake worker
