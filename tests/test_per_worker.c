@@ -373,8 +373,7 @@ held_batch_newest_first(long n)
 	struct run_order o = { calloc((size_t)n, sizeof(long)), 0 };
 	struct order_task *t = calloc((size_t)n, sizeof(*t));
 	char *seen = calloc((size_t)n, 1);
-	struct tu_latch started, release;
-	struct tu_blocker b;
+	struct tu_saturation sat;
 	bool newest;
 	tpe_t *p;
 	long i;
@@ -382,17 +381,12 @@ held_batch_newest_first(long n)
 	assert_non_null(o.ran);
 	assert_non_null(t);
 	assert_non_null(seen);
-	p = pw_pool(1);
-	tu_latch_init(&started, 1);
-	tu_latch_init(&release, 1);
-	b = (struct tu_blocker){ &started, &release, NULL, 0 };
-	assert_int_equal(tpe_execute(p, tu_blocker_fn, &b), 0);
-	assert_true(tu_latch_wait_for(&started, TU_WAIT_BOUND));
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < n; i++)
 		t[i] = (struct order_task){ &o, i };
-		assert_int_equal(tpe_execute(p, order_fn, &t[i]), 0);
-	}
-	tu_latch_count_down(&release);
+	p = pw_pool(1);
+	tu_saturate(p, 1, 0, &sat);
+	tu_fill_queue(p, (size_t)n, order_fn, t, sizeof(t[0]));
+	tu_unsaturate(&sat);
 	assert_int_equal(tpe_wait_idle(p, EV_TIMEOUT), 0);
 	assert_int_equal(__atomic_load_n(&o.next, __ATOMIC_SEQ_CST), n);
 	for (i = 0; i < n; i++) {
@@ -405,8 +399,7 @@ held_batch_newest_first(long n)
 	for (i = 0; i < n; i++)
 		assert_int_equal(o.ran[i], newest ? n - 1 - i : i);
 	assert_int_equal(tpe_destroy(p), 0);
-	tu_latch_destroy(&started);
-	tu_latch_destroy(&release);
+	tu_saturation_destroy(&sat);
 	free(o.ran);
 	free(t);
 	free(seen);

@@ -533,10 +533,6 @@ mark_taken(struct slot *s)
 	tpe__hint_store(&s->taken_upto, tpe__hint_load(&s->pushed));
 }
 
-/* Set by the take or steal whose stack the same thread runs next: run it
- * newest first (Design notes, large batches). */
-static TPE__TLS bool tls_newest_first;
-
 /*
  * Every BACKLOG_EVERY-th push of this thread: yields the CPU once when
  * more than BACKLOG_MAX tasks were pushed onto s since its last whole
@@ -593,27 +589,36 @@ reverse(struct tpe__task *h)
 	return tpe__task_stack_reverse(h);
 }
 
-/* The owner takes its whole stack; NULL when it is empty. */
+/* A stack taken whole (newest first) in run order: oldest first, or as it
+ * is when the take's estimate said large (Design notes). */
+static struct tpe__task *
+run_order(struct tpe__task *h, bool large)
+{
+	return large ? h : reverse(h);
+}
+
+/* The owner takes its whole stack, in run order; NULL when it is empty. */
 static struct tpe__task *
 take_own(struct slot *me)
 {
 	struct tpe__task *h = __atomic_load_n(&me->head, __ATOMIC_RELAXED);
+	bool large;
 
 	if (!is_task(h))
 		return NULL;
-	tls_newest_first = behind(me) > LIFO_BATCH;
+	large = behind(me) > LIFO_BATCH;
 	/* seq_cst (acquire): pairs with the push's CAS, for the nodes. No
 	 * marker can be here: only this thread sets them, and it is awake. */
 	h = tpe__task_stack_take_all(&me->head);
 	TPE__ASSERT(h == NULL || is_task(h));
 	mark_taken(me);
-	return h;
+	return run_order(h, large);
 }
 
 /*
  * The rest of a batch that the slot's last owner left behind when it
- * blocked (managed blocking), newest first as a stack; NULL when none.
- * Relaxed look first: NULL but after an adoption.
+ * blocked (managed blocking), in run order; NULL when none. Relaxed look
+ * first: NULL but after an adoption.
  */
 static struct tpe__task *
 take_left(struct slot *me)
@@ -623,14 +628,13 @@ take_left(struct slot *me)
 	if (__atomic_load_n(&me->rest, __ATOMIC_RELAXED) == NULL)
 		return NULL;
 	/* Acquire: pairs with the release store of rest (run_batch). */
-	h = __atomic_exchange_n(&me->rest, NULL, __ATOMIC_SEQ_CST);
-	return h != NULL ? reverse(h) : NULL;
+	return __atomic_exchange_n(&me->rest, NULL, __ATOMIC_SEQ_CST);
 }
 
 /*
  * Takes from an awake other worker the rest of the batch behind its
- * running task, else its whole stack; NULL if none.
- * Either comes back newest first, as a stack does (the caller reverses).
+ * running task, else its whole stack; NULL if none. Either comes back in
+ * run order: the rest as its owner published it, the stack as run_order.
  */
 static struct tpe__task *
 steal(struct pw_queue *pq, struct slot *me)
@@ -640,6 +644,7 @@ steal(struct pw_queue *pq, struct slot *me)
 	for (k = 1; k < pq->n; k++) {
 		struct slot *v = &pq->slots[(i + k) % pq->n];
 		struct tpe__task *h;
+		bool large;
 
 		if (__atomic_load_n(&v->busy, __ATOMIC_SEQ_CST) == 0)
 			continue;
@@ -650,22 +655,20 @@ steal(struct pw_queue *pq, struct slot *me)
 			 * rest (run_batch), for the links. */
 			h = __atomic_exchange_n(&v->rest, NULL,
 			    __ATOMIC_SEQ_CST);
-			if (h != NULL) {
-				tls_newest_first = false;
-				return reverse(h);
-			}
+			if (h != NULL)
+				return h;
 		}
 		h = __atomic_load_n(&v->head, __ATOMIC_SEQ_CST);
 		if (!is_task(h))
 			continue;
 		set_busy(me);
 		test_hook(&tpe__per_worker_steal_hook);
-		tls_newest_first = behind(v) > LIFO_BATCH;
+		large = behind(v) > LIFO_BATCH;
 		/* seq_cst (acquire): pairs with the pushes' CAS. */
 		if (__atomic_compare_exchange_n(&v->head, &h, NULL, false,
 		    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
 			mark_taken(v);
-			return h;
+			return run_order(h, large);
 		}
 	}
 	return NULL;
@@ -706,17 +709,14 @@ wait_while_paused(struct pw_queue *pq, struct slot *me)
 	}
 }
 
-/* Runs a detached stack (newest first, as taken): oldest first, or as it
- * is when its take said large; its nodes end in one chain. *small: it
- * held at most BATCH_SMALL tasks. */
+/* Runs a batch in run order (take_own, take_left, steal); its nodes end
+ * in one chain. *small: it held at most BATCH_SMALL tasks. */
 static enum step
-run_batch(struct pw_queue *pq, struct slot *me, struct tpe__task *h,
+run_batch(struct pw_queue *pq, struct slot *me, struct tpe__task *todo,
     bool *small)
 {
 	tpe_t *pool = pq->pool;
-	/* In run order: oldest first, or as taken when it is large. */
-	struct tpe__task *fifo = tls_newest_first ? h : reverse(h), *t;
-	struct tpe__task *done = NULL, *last = NULL;
+	struct tpe__task *t, *done = NULL, *last = NULL;
 	/* This thread's metrics block, or NULL (lib/metrics): the thread's,
 	 * not the slot's, which may change hands (managed blocking). */
 	struct tpe__metrics_worker *mw = tpe__metrics_tls_worker;
@@ -725,23 +725,23 @@ run_batch(struct pw_queue *pq, struct slot *me, struct tpe__task *h,
 
 	/* Tasks wait behind the first: pushed, maybe, before this worker
 	 * was awake, when no push could see it awake (Design notes). */
-	if (fifo->next != NULL)
+	if (todo->next != NULL)
 		ensure_watcher(pq, me);
-	while ((t = fifo) != NULL) {
+	while ((t = todo) != NULL) {
 		/* Between tasks: pause waits, shutdown-now hands back. */
 		if (__atomic_load_n(&pq->paused, __ATOMIC_RELAXED))
 			wait_while_paused(pq, me);
 		if (load_state(pool) >= TPE__STOP) {
 			if (done != NULL)
 				tpe__task_end_chain(&pool->tasks, done, last, n);
-			return hand_back_all(pq, me, fifo);
+			return hand_back_all(pq, me, todo);
 		}
-		fifo = t->next;
+		todo = t->next;
 		/* The rest, published while t runs, so that a long t does
 		 * not hold it back from idle workers (steal). Release pairs
 		 * with the thief's exchange. */
-		if (fifo != NULL)
-			__atomic_store_n(&me->rest, fifo, __ATOMIC_RELEASE);
+		if (todo != NULL)
+			__atomic_store_n(&me->rest, todo, __ATOMIC_RELEASE);
 		count(&me->started);
 		if (mw != NULL)
 			start = tpe__metrics_task_start(mw,
@@ -762,8 +762,8 @@ run_batch(struct pw_queue *pq, struct slot *me, struct tpe__task *h,
 		n++;
 		/* Back, unless a thief took it (NULL); after a slot came
 		 * back to this thread, whatever its last owner left. */
-		if (took_back() || fifo != NULL)
-			fifo = __atomic_exchange_n(&me->rest, NULL,
+		if (took_back() || todo != NULL)
+			todo = __atomic_exchange_n(&me->rest, NULL,
 			    __ATOMIC_SEQ_CST);
 	}
 	if (done != NULL)
@@ -989,7 +989,6 @@ pw_worker_loop(struct tpe__engine *q, struct tpe__task *first)
 		 * fill before the next detach (let_fill). */
 		if (small && !woken)
 			let_fill();
-		tls_newest_first = false;
 		h = take_left(me);
 		if (h == NULL)
 			h = take_own(me);
