@@ -623,8 +623,6 @@ take_own(struct slot *me)
 static struct tpe__task *
 take_left(struct slot *me)
 {
-	struct tpe__task *h;
-
 	if (__atomic_load_n(&me->rest, __ATOMIC_RELAXED) == NULL)
 		return NULL;
 	/* Acquire: pairs with the release store of rest (run_batch). */
