@@ -39,6 +39,20 @@ pool_reserving(size_t threads, int reserved, int64_t keep_alive)
 	return p;
 }
 
+/* The reserve's first slot (white-box): made by the first park, or here
+ * under the pool lock for a test that parks no thread (reserve.h). */
+static struct tpe__reserve_slot *
+slot0(tpe_t *p)
+{
+	struct tpe__reserve_slot *s;
+
+	tpe__mutex_lock(&p->lock);
+	s = tpe__reserve_slots_locked(&p->reserve, &p->lock);
+	tpe__mutex_unlock(&p->lock);
+	assert_non_null(s);
+	return s;
+}
+
 /* Asks the reserve for a thread and wakes a worker to park, as a miss of
  * tpe_try_execute does. */
 static void
@@ -166,6 +180,35 @@ test_reserved_lazy_and_miss(void **state)
 	assert_int_equal(tpe_destroy(p), 0);
 	assert_int_equal(tpe_destroy(none), 0);
 	assert_int_equal(count, 0);
+}
+
+/*
+ * The reserve's slots are made by the first thread that parks, not by
+ * tpe_create: a pool that is never asked for a reserved thread carries
+ * none (reserve.h). White-box: the slots pointer.
+ */
+static void
+test_reserved_slots_made_by_first_park(void **state)
+{
+	tpe_t *p = pool_reserving(2, 2, 0);
+	int count = 0, i;
+
+	(void)state;
+	for (i = 0; i < 100; i++)
+		assert_int_equal(tpe_execute(p, tu_count_fn, &count), 0);
+	assert_int_equal(tpe_wait_idle(p, -1), 0);
+	assert_null(__atomic_load_n(&p->reserve.slots, __ATOMIC_ACQUIRE));
+	assert_int_equal(tu_stats(p).reserved, 0);
+	/* A miss asks for a thread; the one that parks makes the slots. */
+	assert_int_equal(tpe_try_execute(p, tu_count_fn, &count), EAGAIN);
+	assert_true(TU_EVENTUALLY(tu_stats(p).reserved >= 1, EV_TIMEOUT));
+	assert_non_null(__atomic_load_n(&p->reserve.slots, __ATOMIC_ACQUIRE));
+	while (tpe_try_execute(p, tu_count_fn, &count) != 0)
+		assert_true(TU_EVENTUALLY(tu_stats(p).reserved >= 1,
+		    EV_TIMEOUT));
+	assert_int_equal(tpe_wait_idle(p, -1), 0);
+	assert_int_equal(tu_load(&count), 101);
+	assert_int_equal(tpe_destroy(p), 0);
 }
 
 /* ---- a hit runs on the parked thread, which parks again -------------- */
@@ -466,7 +509,7 @@ test_reserved_time_out_against_claim(void **state)
 
 	(void)state;
 	assert_int_equal(tpe_prestart_core_threads(p, &started), 0);
-	s = &p->reserve.slots[0];
+	s = slot0(p);
 	if (tu_thread_wait_kind((long)syscall(SYS_gettid)) ==
 	    TU_WAIT_UNKNOWN) {
 		assert_int_equal(tpe_destroy(p), 0);
@@ -566,6 +609,7 @@ test_reserved_claim_after_shutdown(void **state)
  */
 struct claim_race {
 	tpe_t *pool;
+	struct tpe__reserve_slot *slot; /* the one slot */
 	int64_t end;
 	int go;                  /* atomic: the round started */
 	int ready;               /* atomic: the follower's round */
@@ -629,7 +673,7 @@ static void *
 claim_leader_main(void *arg)
 {
 	struct claim_race *cr = arg;
-	struct tpe__reserve_slot *s = &cr->pool->reserve.slots[0];
+	struct tpe__reserve_slot *s = cr->slot;
 	int round, wins;
 
 	for (round = 1; round <= 5000000 && tu_now_ns() < cr->end; round++) {
@@ -659,6 +703,7 @@ test_reserved_claimers_one_winner(void **state)
 	(void)state;
 	cr.pool = tu_pool_reserving(&(struct tu_pool_opts){ .core = 2,
 	    .max = 2 }, 1);
+	cr.slot = slot0(cr.pool); /* no thread parks to make it */
 	cr.end = tu_now_ns() + TU_S * (int64_t)tu_time_scale();
 	assert_int_equal(pthread_create(&follower, NULL, claim_follower_main,
 	    &cr), 0);
@@ -790,19 +835,21 @@ test_reserved_hand_off_counts_until_running(void **state)
 	tpe_t *p = pool_reserving(2, 1, 0);
 	struct tu_latch done;
 	struct where w = { 0 };
+	struct tpe__reserve_slot *s;
 	int64_t end;
 
 	(void)state;
 	tu_latch_init(&done, 1);
 	w.done = &done;
 	park_reserved(p, 1);
+	s = slot0(p);
 	tpe__mutex_lock(&p->lock);
 	assert_int_equal(tpe_try_execute(p, where_fn, &w), 0);
 	/* A bound, not a figure: stretched like the binary's (valgrind
 	 * runs threads one at a time; the yield lets the reserved thread
 	 * run where a scheduler would not preempt this loop). */
 	end = tu_now_ns() + EV_TIMEOUT * (int64_t)tu_time_scale();
-	while (!slot_taken(&p->reserve.slots[0])) {
+	while (!slot_taken(&s[0])) {
 		assert_true(tu_now_ns() < end);
 		sched_yield();
 	}
@@ -1107,6 +1154,7 @@ main(void)
 		cmocka_unit_test(test_reserved_bad_input),
 		cmocka_unit_test(test_reserved_capacity),
 		cmocka_unit_test(test_reserved_lazy_and_miss),
+		cmocka_unit_test(test_reserved_slots_made_by_first_park),
 		cmocka_unit_test(test_reserved_hit),
 		cmocka_unit_test(test_reserved_all_busy),
 		cmocka_unit_test(test_reserved_only_worker_takes_queue),

@@ -171,11 +171,10 @@ tpe_create(tpe_t **poolp, const tpe_attr_t *attr)
 		tpe__attr_defaults(&pool->attr);
 	rc = tpe__attr_validate(&pool->attr);
 	if (rc == 0)
-		rc = tpe__reserve_init(&pool->reserve,
+		tpe__reserve_init(&pool->reserve,
 		    tpe__reserve_capacity(&pool->attr));
-	if (rc == 0 && pool->attr.metrics != 0 &&
-	    (rc = tpe__metrics_create(&pool->metrics, pool->attr.metrics)) != 0)
-		tpe__reserve_destroy(&pool->reserve);
+	if (rc == 0 && pool->attr.metrics != 0)
+		rc = tpe__metrics_create(&pool->metrics, pool->attr.metrics);
 	if (rc == 0) {
 		rc = tpe__policy_setup(pool->attr.policy,
 		    tpe__rejection_verdict(pool->attr.rejection,
@@ -183,10 +182,8 @@ tpe_create(tpe_t **poolp, const tpe_attr_t *attr)
 		if (rc == 0)
 			rc = tpe__engine_create(&pool->attr, &policy,
 			    &pool->engine);
-		if (rc != 0) {
-			tpe__reserve_destroy(&pool->reserve);
+		if (rc != 0)
 			tpe__metrics_destroy(pool->metrics);
-		}
 	}
 	if (rc != 0) {
 		free(pool);

@@ -41,55 +41,79 @@ tpe__reserve_capacity(const struct tpe_attr *a)
 	return n < a->max - 1 ? n : a->max - 1;
 }
 
-int
+void
 tpe__reserve_init(struct tpe__reserve *r, size_t capacity)
 {
-	size_t i;
-
 	r->capacity = capacity;
 	r->want = 0;
 	r->starting = 0;
 	r->epoch = 0;
 	r->slots = NULL;
-	if (capacity == 0)
-		return 0;
-	if (posix_memalign((void **)&r->slots, TPE__CACHE_LINE,
-	    capacity * sizeof(*r->slots)) != 0)
-		return ENOMEM;
-	for (i = 0; i < capacity; i++) {
-		r->slots[i].state = EMPTY;
-		r->slots[i].item = NULL;
-		tpe__mutex_init_ranked(&r->slots[i].lock, TPE__RANK_SLOT);
-		tpe__cond_init(&r->slots[i].cond);
+	r->used = false;
+}
+
+/* The slots, or NULL before the first park (reserve.h). Acquire pairs
+ * with the release store in tpe__reserve_slots_locked: a thread that sees
+ * the array sees it initialised. */
+static struct tpe__reserve_slot *
+slots_of(const struct tpe__reserve *r)
+{
+	return __atomic_load_n(&r->slots, __ATOMIC_ACQUIRE);
+}
+
+struct tpe__reserve_slot *
+tpe__reserve_slots_locked(struct tpe__reserve *r, struct tpe__mutex *lock)
+{
+	struct tpe__reserve_slot *s;
+	size_t i;
+
+	TPE__ASSERT_HELD(lock);
+	/* Relaxed: L orders this with the only store, below. */
+	s = __atomic_load_n(&r->slots, __ATOMIC_RELAXED);
+	if (s != NULL || r->capacity == 0)
+		return s;
+	if (posix_memalign((void **)&s, TPE__CACHE_LINE,
+	    r->capacity * sizeof(*s)) != 0)
+		return NULL;
+	for (i = 0; i < r->capacity; i++) {
+		s[i].state = EMPTY;
+		s[i].item = NULL;
+		tpe__mutex_init_ranked(&s[i].lock, TPE__RANK_SLOT);
+		tpe__cond_init(&s[i].cond);
 	}
-	return 0;
+	__atomic_store_n(&r->slots, s, __ATOMIC_RELEASE);
+	return s;
 }
 
 void
 tpe__reserve_destroy(struct tpe__reserve *r)
 {
+	struct tpe__reserve_slot *s = slots_of(r);
 	size_t i;
 
+	if (s == NULL)
+		return;
 	for (i = 0; i < r->capacity; i++) {
-		tpe__cond_destroy(&r->slots[i].cond);
-		tpe__mutex_destroy(&r->slots[i].lock);
+		tpe__cond_destroy(&s[i].cond);
+		tpe__mutex_destroy(&s[i].lock);
 	}
-	free(r->slots);
+	free(s);
 	r->slots = NULL;
 }
 
 void
 tpe__reserve_atfork_child(struct tpe__reserve *r)
 {
+	struct tpe__reserve_slot *s = slots_of(r);
 	size_t i;
 
 	/* The parked threads are the parent's: their slots are free here,
 	 * and their primitives may count waiters that do not exist. */
-	for (i = 0; i < r->capacity; i++) {
-		r->slots[i].state = EMPTY;
-		r->slots[i].item = NULL;
-		tpe__mutex_init_ranked(&r->slots[i].lock, TPE__RANK_SLOT);
-		tpe__cond_init(&r->slots[i].cond);
+	for (i = 0; s != NULL && i < r->capacity; i++) {
+		s[i].state = EMPTY;
+		s[i].item = NULL;
+		tpe__mutex_init_ranked(&s[i].lock, TPE__RANK_SLOT);
+		tpe__cond_init(&s[i].cond);
 	}
 	r->want = 0;
 	r->starting = 0;
@@ -106,6 +130,7 @@ load_state(const struct tpe__reserve_slot *s)
 static size_t
 count(const struct tpe__reserve *r, int state)
 {
+	const struct tpe__reserve_slot *s;
 	size_t i, n = 0;
 
 	/* A reserve no thread ever parked in has nothing to count, and its
@@ -116,8 +141,11 @@ count(const struct tpe__reserve *r, int state)
 	 * pushed before (the lock-free offer's Dekker pair). */
 	if (!tpe__dekker_load(&r->used))
 		return 0;
-	for (i = 0; i < r->capacity; i++)
-		if (load_state(&r->slots[i]) == state)
+	/* `used` is set after the slots are made (occupy), and its seq_cst
+	 * load above is an acquire: they are here. */
+	s = slots_of(r);
+	for (i = 0; s != NULL && i < r->capacity; i++)
+		if (load_state(&s[i]) == state)
 			n++;
 	return n;
 }
@@ -170,14 +198,16 @@ bool
 tpe__reserve_hand(struct tpe__reserve *r, struct tpe__task *t,
     const int *state, const bool *paused, bool *cancelled)
 {
+	struct tpe__reserve_slot *slots = slots_of(r);
 	size_t i, k;
 
 	*cancelled = false;
-	if (r->capacity == 0)
+	/* No slots yet: no thread ever parked, none to claim. */
+	if (slots == NULL)
 		return false;
 	i = first_slot(r);
 	for (k = 0; k < r->capacity; k++, i = (i + 1) % r->capacity) {
-		struct tpe__reserve_slot *s = &r->slots[i];
+		struct tpe__reserve_slot *s = &slots[i];
 
 		if (!claim(s))
 			continue;
@@ -257,18 +287,22 @@ leave(struct tpe__reserve_slot *s)
 	    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED);
 }
 
-/* A free slot, claimed for the caller as WAITING, or NULL. */
+/* A free slot, claimed for the caller as WAITING, or NULL (all taken, or
+ * no memory for the slots: the thread does not park). L held. */
 static struct tpe__reserve_slot *
-occupy(struct tpe__reserve *r)
+occupy(struct tpe__reserve *r, struct tpe__mutex *lock)
 {
+	struct tpe__reserve_slot *slots = tpe__reserve_slots_locked(r, lock);
 	size_t i, k;
 
-	/* Before the slot CAS (count()). */
-	if (r->capacity > 0 && !tpe__hint_load(&r->used))
+	if (slots == NULL)
+		return NULL;
+	/* After the slots are made, before the slot CAS (count()). */
+	if (!tpe__hint_load(&r->used))
 		tpe__dekker_store(&r->used, true);
 	i = first_slot(r);
 	for (k = 0; k < r->capacity; k++, i = (i + 1) % r->capacity) {
-		struct tpe__reserve_slot *s = &r->slots[i];
+		struct tpe__reserve_slot *s = &slots[i];
 		int expect = EMPTY;
 
 		/* Release: a claimer that sees WAITING sees an empty item. */
@@ -311,7 +345,7 @@ tpe__reserve_park_locked(struct tpe__reserve *r,
 	bool stay = true;
 
 	TPE__ASSERT_HELD(env->lock);
-	s = occupy(r);
+	s = occupy(r, env->lock);
 	if (s == NULL) {
 		*reserved = false;
 		return NULL;
@@ -382,12 +416,13 @@ tpe__reserve_park_locked(struct tpe__reserve *r,
 void
 tpe__reserve_wake_all_locked(struct tpe__reserve *r, struct tpe__mutex *lock)
 {
+	struct tpe__reserve_slot *slots = slots_of(r);
 	size_t i;
 
 	TPE__ASSERT_HELD(lock);
 	__atomic_add_fetch(&r->epoch, 1, __ATOMIC_RELAXED);
-	for (i = 0; i < r->capacity; i++) {
-		struct tpe__reserve_slot *s = &r->slots[i];
+	for (i = 0; slots != NULL && i < r->capacity; i++) {
+		struct tpe__reserve_slot *s = &slots[i];
 
 		if (load_state(s) != WAITING)
 			continue;
