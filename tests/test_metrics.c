@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "base/sized.h"
+#include "base/tick.h"
 #define TU_FAULT_INJECTION
 #define TU_WRAP_POSIX_MEMALIGN /* and --wrap=posix_memalign */
 #include "helpers.h"
@@ -255,6 +256,49 @@ test_metrics_real_delays(void **state)
 	tu_latch_destroy(&started);
 	tu_latch_destroy(&release);
 	free(m);
+}
+
+/*
+ * The task clock (base/tick.h) against CLOCK_MONOTONIC over 20 ms: the TSC
+ * where this machine allows it, then the fallback. The ticks are read
+ * inside the monotonic interval, so their span is at most that interval
+ * (plus the calibration's error) and, unless a preemption came between
+ * two reads, within 1% of it: a preempted try is tried again, up to 5.
+ */
+static bool
+clock_within(void)
+{
+	int64_t ref, n0, n1, k0, k1;
+	uint64_t ns;
+
+	n0 = tpe__now_ns();
+	k0 = tpe__tick_now();
+	tu_sleep_ns(20 * TU_MS);
+	k1 = tpe__tick_now();
+	n1 = tpe__now_ns();
+	ref = n1 - n0;
+	ns = tpe__tick_to_ns(k1 - k0);
+	return ns <= (uint64_t)(ref + ref / 1000) &&
+	    ns >= (uint64_t)(ref - ref / 100);
+}
+
+static void
+test_metrics_task_clock(void **state)
+{
+	int pass, tries;
+
+	(void)state;
+	for (pass = 0; pass < 2; pass++) {
+		tpe__tick_select(pass == 0);
+		print_message("task clock: %s\n",
+		    tpe__tick_tsc ? "TSC" : "CLOCK_MONOTONIC");
+		assert_true(pass == 0 || !tpe__tick_tsc);
+		for (tries = 0; !clock_within(); tries++)
+			assert_true(tries < 5);
+		assert_int_equal(tpe__tick_to_ns(-1), 0);
+		assert_int_equal(tpe__tick_to_ns(0), 0);
+	}
+	tpe__tick_select(true);
 }
 
 /* ---- the histogram helpers --------------------------------------------- */
@@ -972,6 +1016,7 @@ main(void)
 		cmocka_unit_test(test_metrics_exact_per_worker),
 		cmocka_unit_test(test_metrics_sampled),
 		cmocka_unit_test(test_metrics_real_delays),
+		cmocka_unit_test(test_metrics_task_clock),
 		cmocka_unit_test(test_metrics_percentiles),
 		cmocka_unit_test(test_metrics_buckets),
 		cmocka_unit_test(test_metrics_reset),

@@ -1075,7 +1075,7 @@ locked_worker_loop(struct tpe__engine *e, struct tpe__task *t)
 		tpe__mutex_unlock(&pool->lock);
 		if (mw != NULL)
 			start = tpe__metrics_task_start(mw,
-			    accepted = tpe__task_accepted_ns(t));
+			    accepted = tpe__task_accepted_tick(t));
 		if (!tpe__task_run_keep(&pool->tasks, t))
 			return false;
 		if (mw != NULL)

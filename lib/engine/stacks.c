@@ -743,7 +743,7 @@ run_batch(struct pw_queue *pq, struct slot *me, struct tpe__task *todo,
 		count(&me->started);
 		if (mw != NULL)
 			start = tpe__metrics_task_start(mw,
-			    accepted = tpe__task_accepted_ns(t));
+			    accepted = tpe__task_accepted_tick(t));
 		if (!tpe__task_run_keep(&pool->tasks, t))
 			return FORKED; /* touch nothing of the pool */
 		if (mw != NULL)

@@ -167,6 +167,8 @@ tpe__metrics_create(struct tpe__metrics **mp, unsigned flags)
 {
 	struct tpe__metrics *m;
 
+	/* The clock before any stamp (base/tick.h, memory order). */
+	tpe__tick_init();
 	if (posix_memalign((void **)&m, TPE__CACHE_LINE, sizeof(*m)) != 0)
 		return ENOMEM;
 	memset(m, 0, sizeof(*m));
@@ -225,24 +227,16 @@ tpe__metrics_worker_put_locked(struct tpe__metrics *m,
 
 /* ---- timing ----------------------------------------------------------- */
 
-int64_t
-tpe__metrics_clock(void)
-{
-	int64_t now = tpe__now_ns();
-
-	return now != 0 ? now : 1; /* 0 means "not timed" */
-}
-
 void
 tpe__metrics_task_end_slow(struct tpe__metrics_worker *w,
-    int64_t accepted_ns, int64_t start_ns)
+    int64_t accepted_tick, int64_t start_tick)
 {
-	int64_t now = tpe__now_ns();
+	int64_t now = tpe__metrics_clock();
 
-	tpe__hist_record(&w->queue_wait, start_ns > accepted_ns ?
-	    (uint64_t)(start_ns - accepted_ns) : 0, false);
-	tpe__hist_record(&w->run_time,
-	    now > start_ns ? (uint64_t)(now - start_ns) : 0, false);
+	tpe__hist_record(&w->queue_wait,
+	    tpe__tick_to_ns(start_tick - accepted_tick), false);
+	tpe__hist_record(&w->run_time, tpe__tick_to_ns(now - start_tick),
+	    false);
 	tpe__metrics_add(&w->tasks_timed, 1);
 }
 

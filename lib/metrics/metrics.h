@@ -40,18 +40,20 @@
  * older value than an earlier one (coherence), so no difference is
  * negative.
  *
- * Timing: the submitting thread stamps a task's node with the monotonic
- * clock (tpe__now_ns, the vDSO's CLOCK_MONOTONIC) for 1 in 32 of its
- * submissions (a thread-local countdown), or for every one with
+ * Timing: the submitting thread stamps a task's node with the task clock
+ * (base/tick.h: the TSC where it is invariant and the kernel keeps time
+ * with it, else CLOCK_MONOTONIC; a stamp is in its ticks) for 1 in 32 of
+ * its submissions (a thread-local countdown), or for every one with
  * TPE_METRICS_TIME_ALL; a node not stamped holds 0. The worker counts
  * every task, and times the run of a stamped one: queue wait = start -
- * stamp, run time = end - start; so each timed task costs three clock
- * reads, some 80 ns on the 2-core VM this was written on (26 ns a read;
- * the recording path measured alone: 81 ns a task timing every task,
- * 10 ns sampling 1 in 8, 0.3 ns with metrics off), as much as a whole tiny
- * task costs in a per-worker pool (50 to 100 ns): so 1 in 32, some 3 ns a
- * task, within the budget of issue 22 (tiny-1 with metrics >= 0.9x).
- * A cheaper clock (the TSC) would need calibration; not done.
+ * stamp, run time = end - start, each turned into nanoseconds when
+ * recorded. So each timed task costs three clock reads and two histogram
+ * records: on the 2-core VM this was written on, some 80 ns with
+ * clock_gettime (22 ns a read), some 45 with the TSC (10 ns a read), as
+ * much as a whole tiny task costs in a per-worker pool (25 to 100 ns):
+ * so 1 in 32, some 1.5 ns a task, within the budget of issue 22 (tiny-1
+ * with metrics >= 0.9x off). (Measured alone, with clock_gettime: 81 ns a
+ * task timing every task, 10 ns sampling 1 in 8, 0.3 ns with metrics off.)
  */
 #ifndef TPE_METRICS_H
 #define TPE_METRICS_H
@@ -63,6 +65,7 @@
 #include "base/atomic.h"
 #include "base/sized.h"
 #include "base/sync.h"
+#include "base/tick.h"
 #include "tpe.h"
 
 /* 1 in how many of a thread's submissions is timed by default. */
@@ -191,10 +194,18 @@ tpe__metrics_count(struct tpe__metrics *m, enum tpe__metrics_counter c)
 /* The submitting thread's countdown to its next timed task (metrics.c). */
 extern TPE__TLS unsigned tpe__metrics_tls_tick;
 
+/* The task clock now (base/tick.h), never 0: 0 means "not timed". */
+static inline int64_t
+tpe__metrics_clock(void)
+{
+	int64_t now = tpe__tick_now();
+
+	return now != 0 ? now : 1;
+}
+
 /* The stamp of a node being made for a pool whose attributes say
  * `flags` (TPE_METRICS_*; 0: off): the clock, or 0 (not timed). The
  * countdown is the submitting thread's own (thread-local). */
-int64_t tpe__metrics_clock(void);
 static inline int64_t
 tpe__metrics_stamp(unsigned flags)
 {
@@ -206,29 +217,29 @@ tpe__metrics_stamp(unsigned flags)
 	return tpe__metrics_clock();
 }
 
-/* A worker starts a task stamped `accepted_ns` (0: not timed): returns
+/* A worker starts a task stamped `accepted_tick` (0: not timed): returns
  * the start time for tpe__metrics_task_end, or 0. Records nothing yet. */
 static inline int64_t
-tpe__metrics_task_start(struct tpe__metrics_worker *w, int64_t accepted_ns)
+tpe__metrics_task_start(struct tpe__metrics_worker *w, int64_t accepted_tick)
 {
 	(void)w;
-	return accepted_ns == 0 ? 0 : tpe__metrics_clock();
+	return accepted_tick == 0 ? 0 : tpe__metrics_clock();
 }
 
-/* The task accepted at `accepted_ns` and started at `start_ns` (0: not
+/* The task accepted at `accepted_tick` and started at `start_tick` (0: not
  * timed) ended: counted, and timed. Its queue wait is recorded here with
  * its run time, not at its start, so that both histograms and
  * tasks_timed count the same tasks: a task still running (a scrape's own
  * task, reading the metrics) is in none of them. w not NULL. */
 void tpe__metrics_task_end_slow(struct tpe__metrics_worker *w,
-    int64_t accepted_ns, int64_t start_ns);
+    int64_t accepted_tick, int64_t start_tick);
 static inline void
-tpe__metrics_task_end(struct tpe__metrics_worker *w, int64_t accepted_ns,
-    int64_t start_ns)
+tpe__metrics_task_end(struct tpe__metrics_worker *w, int64_t accepted_tick,
+    int64_t start_tick)
 {
 	tpe__metrics_add(&w->tasks_run, 1);
-	if (start_ns != 0)
-		tpe__metrics_task_end_slow(w, accepted_ns, start_ns);
+	if (start_tick != 0)
+		tpe__metrics_task_end_slow(w, accepted_tick, start_tick);
 }
 
 #endif /* TPE_METRICS_H */

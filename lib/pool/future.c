@@ -19,7 +19,7 @@ tpe__future_init(struct tpe_future *f, tpe_call_fn fn, void *arg)
 	f->refs = 2;
 	f->fork_gen = tpe__fork_gen();
 	f->sched = NULL;
-	f->accepted_ns = 0;
+	f->accepted_tick = 0;
 }
 
 int

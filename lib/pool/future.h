@@ -58,7 +58,7 @@ struct tpe_future {
 	void *arg;        /* I */
 	unsigned refs;    /* A: atomic */
 	unsigned fork_gen; /* I: tpe__fork_generation at creation */
-	int64_t accepted_ns; /* I: when its task was made, for the metrics
+	int64_t accepted_tick; /* I: when its task was made, for the metrics
 			      * (queue/node.h); written before the task is
 			      * published, read by the worker that takes it */
 	const struct tpe__future_sched *sched; /* A: NULL unless tpe_schedule*,
@@ -114,11 +114,11 @@ bool tpe__future_cancel(struct tpe_future *f);
  * pool/task.h, so that a file that sees the task functions does not see
  * the future's layout. */
 static inline int64_t
-tpe__task_accepted_ns(const struct tpe__task *t)
+tpe__task_accepted_tick(const struct tpe__task *t)
 {
 	struct tpe_future *f = tpe__task_future(t);
 
-	return f != NULL ? f->accepted_ns : t->u.accepted_ns;
+	return f != NULL ? f->accepted_tick : t->u.accepted_tick;
 }
 
 #endif /* TPE_FUTURE_H */

@@ -105,9 +105,9 @@ tpe__task_new(const struct tpe__tasks *ts, tpe_fn fn, void *arg, struct tpe_futu
 		t->owner = owner;
 		if (f != NULL) {
 			t->u.future = f;
-			f->accepted_ns = now;
+			f->accepted_tick = now;
 		} else {
-			t->u.accepted_ns = now;
+			t->u.accepted_tick = now;
 		}
 	}
 	return t;

@@ -31,7 +31,7 @@ struct tpe__task {
 	 * 48-byte malloc chunk (a field of its own made it 64). */
 	union {
 		struct tpe_future *future;
-		int64_t accepted_ns;
+		int64_t accepted_tick;
 	} u;
 	/* The submitting call's token (the address of a local of that call,
 	 * unique among calls in progress): once the node is in the queue and
