@@ -49,12 +49,11 @@ tpe__reserve_init(struct tpe__reserve *r, size_t capacity)
 	r->starting = 0;
 	r->epoch = 0;
 	r->slots = NULL;
-	r->used = false;
 }
 
 /* The slots, or NULL before the first park (reserve.h). Acquire pairs
- * with the release store in tpe__reserve_slots_locked: a thread that sees
- * the array sees it initialised. */
+ * with the store in tpe__reserve_slots_locked: a thread that sees the
+ * array sees it initialised. */
 static struct tpe__reserve_slot *
 slots_of(const struct tpe__reserve *r)
 {
@@ -81,7 +80,9 @@ tpe__reserve_slots_locked(struct tpe__reserve *r, struct tpe__mutex *lock)
 		tpe__mutex_init_ranked(&s[i].lock, TPE__RANK_SLOT);
 		tpe__cond_init(&s[i].cond);
 	}
-	__atomic_store_n(&r->slots, s, __ATOMIC_RELEASE);
+	/* seq_cst, a release: before the first slot CAS (count()), and
+	 * readers that see the array see it initialised. */
+	tpe__dekker_store(&r->slots, s);
 	return s;
 }
 
@@ -133,17 +134,14 @@ count(const struct tpe__reserve *r, int state)
 	const struct tpe__reserve_slot *s;
 	size_t i, n = 0;
 
-	/* A reserve no thread ever parked in has nothing to count, and its
-	 * slots' lines need not be read on every lock-free submission.
-	 * seq_cst: pairs with occupy's store before its slot CAS: a reader
-	 * that sees `used` false read it before any thread began to park, and
-	 * that thread's look at the work after its CAS sees what the reader
-	 * pushed before (the lock-free offer's Dekker pair). */
-	if (!tpe__dekker_load(&r->used))
-		return 0;
-	/* `used` is set after the slots are made (occupy), and its seq_cst
-	 * load above is an acquire: they are here. */
-	s = slots_of(r);
+	/* A reserve no thread ever parked in has no slots, nothing to
+	 * count, and no slot line is read on a lock-free submission.
+	 * seq_cst: pairs with the store that publishes the slots, which the
+	 * first parking thread makes before its slot CAS: a reader that sees
+	 * none read before any thread began to park, and that thread's look
+	 * at the work after its CAS sees what the reader pushed before (the
+	 * lock-free offer's Dekker pair). */
+	s = tpe__dekker_load(&r->slots);
 	for (i = 0; s != NULL && i < r->capacity; i++)
 		if (load_state(&s[i]) == state)
 			n++;
@@ -297,9 +295,6 @@ occupy(struct tpe__reserve *r, struct tpe__mutex *lock)
 
 	if (slots == NULL)
 		return NULL;
-	/* After the slots are made, before the slot CAS (count()). */
-	if (!tpe__hint_load(&r->used))
-		tpe__dekker_store(&r->used, true);
 	i = first_slot(r);
 	for (k = 0; k < r->capacity; k++, i = (i + 1) % r->capacity) {
 		struct tpe__reserve_slot *s = &slots[i];

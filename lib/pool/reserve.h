@@ -38,7 +38,8 @@
  *
  * Memory: the slots (a cache line or two each) are allocated by the
  * first thread that parks, under the pool lock, and published with a
- * release store; so a pool that never calls tpe_try_execute carries none
+ * seq_cst store before its slot CAS (the pointer also tells a lock-free
+ * submitter that no thread ever parked: count() in reserve.c); so a pool that never calls tpe_try_execute carries none
  * (it is the default pool: about 300 bytes, 18 per thread of a pool of 16).
  * When that allocation fails the thread does not park and the misses go
  * on: nothing is queued or lost, the next park tries again.
@@ -71,17 +72,15 @@ struct tpe__reserve {
 	size_t capacity;                 /* I: 0 = no reserved threads */
 	struct tpe__reserve_slot *slots; /* A: capacity entries, NULL until
 					  * the first park makes them (L;
-					  * release store, acquire loads);
-					  * freed only by destroy */
+					  * seq_cst store before its slot
+					  * CAS, acquire loads); freed only
+					  * by destroy */
 	size_t want;                     /* A: asked for by misses, not parked yet */
 	size_t starting;                 /* L: pool->lock; workers that misses
 					  * started for `want`s no worker took
 					  * yet (engine/locked.c, try_submit) */
 	unsigned epoch;                  /* A: bumped (under pool->lock) when
 					  * parked threads must re-check the pool */
-	bool used;                       /* A: a thread has parked here once
-					  * (set before its slot CAS; never
-					  * cleared) */
 };
 
 /* The capacity the attributes give for a pool of `max` threads: n, or the
