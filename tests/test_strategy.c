@@ -25,6 +25,7 @@
 
 #include "helpers.h"
 
+#include "base/cpu.h"
 #include "base/invocation.h"
 #include "strategy/strategy.h"
 
@@ -1648,6 +1649,218 @@ test_strategy_epc_consumer_wins_and_reuses_pending(void **state)
 	epc_pool_done(&h);
 }
 
+/* ---- the wait after a miss (ADAPTIVE) ---------------------------------- */
+
+/*
+ * The producer that missed waits (strategy.h, "The wait after a miss").
+ * The hook is called as each wait begins, in the waiting producer's
+ * thread; the tests build what the wait is for from there.
+ */
+static int wait_calls;                   /* A: waits begun */
+static struct tu_latch *wait_opens;      /* A: counted down at the first */
+
+static void
+wait_hook(void)
+{
+	struct tu_latch *l = __atomic_load_n(&wait_opens, __ATOMIC_SEQ_CST);
+
+	if (__atomic_add_fetch(&wait_calls, 1, __ATOMIC_SEQ_CST) == 1 &&
+	    l != NULL)
+		tu_latch_count_down(l);
+}
+
+static void
+wait_hook_set(int64_t wait_ns, struct tu_latch *opens)
+{
+	__atomic_store_n(&wait_calls, 0, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&wait_opens, opens, __ATOMIC_SEQ_CST);
+	tpe__strategy_hand_wait_ns = wait_ns;
+	tpe__strategy_hand_wait_hook = wait_hook;
+}
+
+static int
+wait_hook_reset(void **state)
+{
+	(void)state;
+	tpe__strategy_hand_wait_hook = NULL;
+	tpe__strategy_hand_wait_ns = 4000;
+	__atomic_store_n(&wait_opens, NULL, __ATOMIC_SEQ_CST);
+	return 0;
+}
+
+/*
+ * The state every wait test starts from: a pool of 2 with one reserved
+ * thread parked (R) and the other worker (W) held by a blocker; a
+ * thread T produces, hands production to R for its first task p1 (EPC),
+ * and blocks in p1 until `p1_release` opens. So R, producing the
+ * second task, misses: no thread is parked and none can park.
+ */
+struct wait_case {
+	tpe_t *pool;
+	tpe_strategy_t *s;
+	struct feed f;
+	struct tu_saturation sat;         /* W's blocker */
+	struct tu_latch p1_started, p1_release;
+	struct probe p1;
+	pthread_t t;
+};
+
+static void
+wait_case_start(struct wait_case *c, size_t tasks)
+{
+	if (!tpe__can_spin())
+		skip(); /* one processor: the producer never waits */
+	c->pool = warm_pool(2, 1, (struct tu_pool_opts){ 0 });
+	tu_saturate(c->pool, 1, 0, &c->sat);
+	REQUIRE_RESERVED_THREAD(c->pool);
+	feed_init(&c->f, tasks + 1);
+	tu_latch_init(&c->p1_started, 1);
+	tu_latch_init(&c->p1_release, 1);
+	c->p1 = (struct probe){ .started = &c->p1_started,
+	    .release = &c->p1_release };
+	feed_push(&c->f, probe_fn, &c->p1, TPE_BLOCKING);
+}
+
+static void
+wait_case_produce(struct wait_case *c)
+{
+	c->s = new_strategy(c->pool, &c->f, TPE_STRATEGY_ADAPTIVE);
+	c->t = produce_in_thread(c->s);
+}
+
+/* Opens every gate, joins T unless `joined`, and ends the test. */
+static void
+wait_case_finish(struct wait_case *c, bool joined)
+{
+	tu_latch_count_down(&c->p1_release);
+	tu_unsaturate(&c->sat);
+	if (!joined)
+		join_produce(c->t);
+	assert_true(pthread_equal(c->p1.thread, c->t));
+	finish(c->pool, c->s, &c->f);
+	tu_saturation_destroy(&c->sat);
+	tu_latch_destroy(&c->p1_started);
+	tu_latch_destroy(&c->p1_release);
+}
+
+/*
+ * A relay: p1 returns while R waits after its miss, so T takes production
+ * over (its call 3) and R runs p2 itself, EPC, with its caches hot. Without
+ * the wait, p2 went PEC (the cascade of the design notes).
+ */
+static void
+test_strategy_miss_waits_for_relay(void **state)
+{
+	struct wait_case c;
+	struct tu_latch p2_done;
+	struct probe p2;
+
+	(void)state;
+	wait_case_start(&c, 2);
+	tu_latch_init(&p2_done, 1);
+	p2 = (struct probe){ .done = &p2_done };
+	feed_push(&c.f, probe_fn, &p2, TPE_BLOCKING);
+	/* The first wait opens p1: T's task returns while R waits. */
+	wait_hook_set(TU_WAIT_BOUND, &c.p1_release);
+	wait_case_produce(&c);
+	/* Without a wait nothing opens p1: open it, then fail. */
+	if (!tu_latch_wait_for(&c.p1_release, TU_WAIT_BOUND)) {
+		tu_latch_count_down(&c.p1_release);
+		fail_msg("the producer did not wait after its miss");
+	}
+	join_produce(c.t); /* T produced on after p1, then ended */
+	assert_true(tu_latch_wait_for(&p2_done, TU_WAIT_BOUND));
+	assert_int_equal(tu_load(&wait_calls), 1);
+	assert_true(pthread_equal(p2.thread, feed_caller(&c.f, 2)));
+	assert_false(pthread_equal(p2.thread, c.t));
+	assert_true(pthread_equal(feed_caller(&c.f, 3), c.t));
+	assert_int_equal(tu_load(&try_hits), 1);
+	assert_counts(c.s, 0, 0, 0, 2);
+	wait_case_finish(&c, true);
+	tu_latch_destroy(&p2_done);
+}
+
+/*
+ * A reserved thread that parks while R waits: W's blocker returns, W
+ * finds the queue empty and parks (R's miss asked for a thread), and R's
+ * retry hands production to it (call 3); R runs p2 itself, EPC. T is
+ * still in p1 meanwhile, so no relay can come.
+ */
+static void
+test_strategy_miss_waits_for_reserved(void **state)
+{
+	struct wait_case c;
+	struct call_hold call3;
+	struct tu_latch p2_done;
+	struct probe p2;
+
+	(void)state;
+	wait_case_start(&c, 2);
+	/* p2 returns once call 3 began, so R cannot take production back
+	 * before W arrives (the race of 16). */
+	call_hold_init(&call3, 3);
+	tu_latch_count_down(&call3.gate);
+	c.f.on_call = hold_call;
+	c.f.hook = &call3;
+	tu_latch_init(&p2_done, 1);
+	p2 = (struct probe){ .release = &call3.in, .done = &p2_done };
+	feed_push(&c.f, probe_fn, &p2, TPE_BLOCKING);
+	wait_hook_set(TU_WAIT_BOUND, &c.sat.release);
+	wait_case_produce(&c);
+	assert_true(tu_latch_wait_for(&p2_done, TU_WAIT_BOUND));
+	assert_true(tu_latch_wait_for(&c.p1_started, TU_WAIT_BOUND));
+	assert_int_equal(tu_load(&wait_calls), 1);
+	assert_true(pthread_equal(p2.thread, feed_caller(&c.f, 2)));
+	assert_false(pthread_equal(p2.thread, c.t));
+	assert_false(pthread_equal(feed_caller(&c.f, 3), c.t));
+	assert_false(pthread_equal(feed_caller(&c.f, 3), p2.thread));
+	assert_int_equal(tu_load(&try_hits), 2);
+	assert_counts(c.s, 0, 0, 0, 2); /* p1 counted as it started */
+	wait_case_finish(&c, false);
+	call_hold_destroy(&call3);
+	tu_latch_destroy(&p2_done);
+}
+
+/*
+ * A wait must earn its CPU: with T and W held, no wait can end with a
+ * thread, so after 4 waits in a row that found none, R waits only at
+ * every 16th miss: 36 misses make 4 + 2 waits, and all 36 tasks go PEC
+ * and run once the threads are free.
+ */
+#define PROBE_TASKS 36
+static void
+test_strategy_miss_wait_earns_its_cpu(void **state)
+{
+	struct wait_case c;
+	struct tu_latch done;
+	struct probe *p = calloc(PROBE_TASKS, sizeof(*p));
+	size_t i;
+
+	(void)state;
+	assert_non_null(p);
+	wait_case_start(&c, PROBE_TASKS + 1);
+	tu_latch_init(&done, PROBE_TASKS);
+	for (i = 0; i < PROBE_TASKS; i++) {
+		p[i] = (struct probe){ .done = &done };
+		feed_push(&c.f, probe_fn, &p[i], TPE_BLOCKING);
+	}
+	wait_hook_set(1000, NULL); /* 1 us: nothing can come */
+	wait_case_produce(&c);
+	assert_true(tu_latch_wait_for(&c.p1_started, TU_WAIT_BOUND));
+	/* R produced every task (the feed's last call found it empty). */
+	assert_true(TU_EVENTUALLY(feed_calls(&c.f) == PROBE_TASKS + 2,
+	    TU_WAIT_BOUND));
+	assert_true(TU_EVENTUALLY(stats_of(c.s).pec == PROBE_TASKS,
+	    TU_WAIT_BOUND));
+	assert_int_equal(tu_load(&wait_calls), 4 + 2);
+	wait_case_finish(&c, false);
+	assert_true(tu_latch_wait_for(&done, TU_WAIT_BOUND));
+	for (i = 0; i < PROBE_TASKS; i++)
+		assert_int_equal(tu_ran(&p[i]), 1);
+	tu_latch_destroy(&done);
+	free(p);
+}
+
 /* ---- metrics: errors, the sized struct, off -> on --------------------- */
 
 static void
@@ -1837,6 +2050,12 @@ main(void)
 		cmocka_unit_test(test_strategy_epc_either_with_reserved),
 		cmocka_unit_test(
 		    test_strategy_epc_consumer_wins_and_reuses_pending),
+		cmocka_unit_test_teardown(test_strategy_miss_waits_for_relay,
+		    wait_hook_reset),
+		cmocka_unit_test_teardown(
+		    test_strategy_miss_waits_for_reserved, wait_hook_reset),
+		cmocka_unit_test_teardown(
+		    test_strategy_miss_wait_earns_its_cpu, wait_hook_reset),
 		cmocka_unit_test(test_strategy_metrics_errors),
 		cmocka_unit_test(test_strategy_bad_input),
 	};

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/atomic.h"
+#include "base/cpu.h"
 #include "base/invocation.h"
 #include "base/sized.h"
 #include "strategy/strategy.h"
@@ -156,6 +157,116 @@ start_pending_locked(struct tpe_strategy *s, int kind)
 	return rc;
 }
 
+/* ---- adaptive: the wait after a miss ---------------------------------- */
+
+/*
+ * After a miss, the longest the producer waits for another thread to take
+ * production (strategy.h, "The wait after a miss"), and how often it
+ * looks meanwhile (in processor relax steps).
+ */
+#define HAND_WAIT_NS 4000
+#define HAND_LOOK_RELAX 128
+/*
+ * A wait must earn its CPU: after HAND_WAIT_MISSES waits in a row that
+ * ended with no thread, the producer waits only at every
+ * HAND_WAIT_PROBE-th miss, to notice when waits pay again; a wait that
+ * pays makes every miss wait again (the rule of the pool's idle spin).
+ */
+#define HAND_WAIT_MISSES 4
+#define HAND_WAIT_PROBE 16
+
+int64_t tpe__strategy_hand_wait_ns = HAND_WAIT_NS; /* strategy.h */
+void (*tpe__strategy_hand_wait_hook)(void);        /* strategy.h */
+
+/* Whether this miss waits: production was handed on before (so the pool
+ * has reserved threads, and an EPC consumer of ours runs its task or has
+ * just returned to the pool, where it parks), and waits have been paying
+ * (or this one probes). s->lock held. */
+static bool
+wait_pays_locked(struct tpe_strategy *s)
+{
+	TPE__ASSERT_HELD(&s->lock);
+	if (!s->handed || !tpe__can_spin() ||
+	    tpe__strategy_hand_wait_ns <= 0)
+		return false;
+	if (s->wait_misses < HAND_WAIT_MISSES)
+		return true;
+	return ++s->wait_skips % HAND_WAIT_PROBE == 0;
+}
+
+/* `relayed` is written under s->lock and read under it, and, by the
+ * waiting producer between its looks, without it: a relaxed hint that
+ * only ends a spin early (the producer re-reads it under the lock). */
+static void
+set_relayed_locked(struct tpe_strategy *s, bool v)
+{
+	TPE__ASSERT_HELD(&s->lock);
+	__atomic_store_n(&s->relayed, v, __ATOMIC_RELAXED);
+}
+
+static bool
+relayed_hint(const struct tpe_strategy *s)
+{
+	return __atomic_load_n(&s->relayed, __ATOMIC_RELAXED);
+}
+
+/* What ended a wait after a miss. */
+enum waited { WAITED_NONE, WAITED_HANDED, WAITED_RELAYED };
+
+/*
+ * ADAPTIVE, after tpe_try_execute missed while an EPC consumer of this
+ * strategy runs its task: waits at most tpe__strategy_hand_wait_ns,
+ * s->lock dropped between its looks, for that consumer to take
+ * production over when its task returns (a relay: consume()), or for a
+ * reserved thread to park (tpe_try_execute is retried). s->lock held on
+ * entry and on return; the caller is the producer, and is no longer when
+ * this returns WAITED_RELAYED.
+ */
+static enum waited
+wait_for_producer_locked(struct tpe_strategy *s)
+{
+	enum waited w = WAITED_NONE;
+	int64_t deadline;
+	int k;
+
+	TPE__ASSERT_HELD(&s->lock);
+	if (!wait_pays_locked(s))
+		return WAITED_NONE;
+	s->waiting = true;
+	tpe__mutex_unlock(&s->lock);
+	if (tpe__strategy_hand_wait_hook != NULL)
+		tpe__strategy_hand_wait_hook();
+	deadline = tpe__now_ns() + tpe__strategy_hand_wait_ns;
+	tpe__mutex_lock(&s->lock);
+	for (;;) {
+		/* A start drops the lock: a relay may come meanwhile, and
+		 * then production is the relayer's whatever the start did. */
+		if (!s->relayed &&
+		    start_pending_locked(s, TPE__PENDING_HANDED) == 0 &&
+		    !s->relayed && on_its_way_locked(s, TPE__PENDING_HANDED)) {
+			w = WAITED_HANDED;
+			break;
+		}
+		if (s->relayed) {
+			w = WAITED_RELAYED;
+			break;
+		}
+		if (tpe__now_ns() >= deadline)
+			break;
+		tpe__mutex_unlock(&s->lock);
+		for (k = 0; k < HAND_LOOK_RELAX && !relayed_hint(s); k++)
+			tpe__cpu_relax();
+		tpe__mutex_lock(&s->lock);
+	}
+	s->waiting = false;
+	set_relayed_locked(s, false);
+	if (w != WAITED_NONE)
+		s->wait_misses = 0;
+	else if (s->wait_misses < HAND_WAIT_MISSES)
+		s->wait_misses++;
+	return w;
+}
+
 /*
  * EPC's question, asked by the producer: is another thread on its way to
  * produce? Reuses one that is, or starts one: a HANDED one, and, when
@@ -168,6 +279,7 @@ start_pending_locked(struct tpe_strategy *s, int kind)
 static bool
 hand_production_on(struct tpe_strategy *s, bool may_queue)
 {
+	enum waited w = WAITED_NONE;
 	bool yes;
 
 	tpe__mutex_lock(&s->lock);
@@ -176,12 +288,21 @@ hand_production_on(struct tpe_strategy *s, bool may_queue)
 	    (may_queue && on_its_way_locked(s, TPE__PENDING_QUEUED));
 	if (!yes && start_pending_locked(s, TPE__PENDING_HANDED) == 0)
 		yes = on_its_way_locked(s, TPE__PENDING_HANDED);
+	if (!yes && !may_queue) {
+		w = wait_for_producer_locked(s);
+		yes = w != WAITED_NONE;
+	}
 	if (!yes && may_queue &&
 	    start_pending_locked(s, TPE__PENDING_QUEUED) == 0)
 		yes = on_its_way_locked(s, TPE__PENDING_QUEUED);
 	if (yes) {
-		s->state = TPE__S_IDLE;
-		handover_begin_locked(s);
+		/* Relayed: production already has its next producer, the
+		 * consumer that took it over (invariant 2c). */
+		if (w != WAITED_RELAYED) {
+			s->state = TPE__S_IDLE;
+			handover_begin_locked(s);
+		}
+		s->handed = true;
 	}
 	tpe__mutex_unlock(&s->lock);
 	return yes;
@@ -267,12 +388,19 @@ consume(struct tpe_strategy *s, tpe_fn fn, void *arg,
 	count(&s->epc, 1);
 	fn(arg);
 	tpe__mutex_lock(&s->lock);
-	again = s->state == TPE__S_IDLE;
-	if (again) {
+	if (s->state == TPE__S_IDLE) {
 		s->state = TPE__S_PRODUCING; /* we beat the pending producer */
 		handover_end_locked(s, false);
-	} else
+		again = true;
+	} else if (s->waiting && !s->relayed) {
+		/* The producer waits for a thread after a miss: this one
+		 * takes production over, state unchanged (invariant 2c). */
+		set_relayed_locked(s, true);
+		again = true;
+	} else {
 		s->callers--; /* it (or another) produces now: leave */
+		again = false;
+	}
 	tpe__mutex_unlock(&s->lock);
 	return again;
 }

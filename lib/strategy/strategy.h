@@ -29,7 +29,8 @@
  *   NON_BLOCKING      PC                             PC
  *   EITHER            EPC if a pending producer      PC
  *                     is running or a reserved
- *                     thread takes one, else PIC
+ *                     thread takes one (after the
+ *                     wait below), else PIC
  *   BLOCKING          EPC as above, else PEC         PEC
  *
  * So the producing thread runs a task that may block only once another
@@ -42,6 +43,28 @@
  * the pool's queue behind blocked threads) cannot happen in ADAPTIVE. The
  * forced EPC mode keeps that old design on purpose and can starve: when no
  * reserved thread is free, its pending producer is queued.
+ *
+ * The wait after a miss (ADAPTIVE): when tpe_try_execute finds no parked
+ * thread, the thread that ran the last EPC task is often a moment from
+ * being free (its task is returning), and PEC then hands the fresh task,
+ * its caches cold, to whichever thread comes next, which is a cascade:
+ * the freed thread takes that queued task instead of parking, so the
+ * next try misses too. So, once production has been handed on (the pool
+ * has reserved threads), the producer waits a little (HAND_WAIT_NS,
+ * 4 us, spinning with s->lock dropped) for either of:
+ *   - a relay: an EPC consumer of this strategy whose task returns while
+ *     the producer waits takes production over directly (consume(),
+ *     invariant 2c): it is the producer from then on, and the waiting
+ *     thread runs its task as EPC;
+ *   - a reserved thread: tpe_try_execute is retried between looks.
+ * Nothing else changes: the producing thread still runs a task that may
+ * block only once another thread produces or is on its way to, so
+ * production cannot stall behind blocked consumers; the wait only delays
+ * production by at most HAND_WAIT_NS. When the wait ends with neither,
+ * the task goes PEC (PIC) as before. A wait must earn its CPU: after 4
+ * waits in a row that found no thread (consumers that block, or a pool
+ * with no reserved thread free), only every 16th miss waits, until one
+ * pays again.
  *
  * States (`state`, s->lock):
  *   IDLE        no thread produces;
@@ -97,7 +120,12 @@
  *   2. The producer gives production up only (a) under s->lock, when the
  *      producer returned nothing and the state is PRODUCING (-> IDLE), or
  *      (b) under s->lock, for EPC, when a pending producer is on its way
- *      (-> IDLE), before it runs the task.
+ *      (-> IDLE), before it runs the task, or (c) under s->lock, while it
+ *      waits after a miss (`waiting`), to an EPC consumer whose task
+ *      returned: the consumer sets `relayed` and is the producer from
+ *      then on, the state unchanged (PRODUCING or REPRODUCING, which the
+ *      new producer honours); the waiting thread reads `relayed` under
+ *      s->lock before it would produce again, and runs its task as EPC.
  *   3. After an EPC task, the consumer takes production back only by
  *      IDLE -> PRODUCING under s->lock; otherwise it leaves. This race always
  *      runs: a C task cannot throw, and tasks and producers must return
@@ -178,6 +206,18 @@ struct tpe_strategy {
 	int pending[TPE__PENDING_KINDS];   /* s->lock: started, not yet run */
 	int starting[TPE__PENDING_KINDS];  /* s->lock: of those, starts in progress */
 	unsigned callers;                  /* s->lock: threads inside (invariant 6) */
+	bool handed;                       /* s->lock: production was
+					    * handed on once (EPC) */
+	bool waiting;                      /* s->lock: the producer waits
+					    * after a miss (ADAPTIVE) */
+	bool relayed;                      /* s->lock (written; read without
+					    * it as a hint, relaxed): an EPC
+					    * consumer took production over
+					    * from the waiting producer */
+	unsigned wait_misses;              /* s->lock: waits in a row that
+					    * ended with no thread */
+	unsigned wait_skips;               /* s->lock: misses that did not
+					    * wait since (the probe) */
 
 	uint64_t pc, pic, pec, epc;        /* A: tasks per mode */
 
@@ -198,5 +238,12 @@ struct tpe__strategy_peek {
 };
 
 void tpe__strategy_peek(tpe_strategy_t *s, struct tpe__strategy_peek *out);
+
+/* The longest an ADAPTIVE producer waits after a miss (ns; 0: never),
+ * and, when set, a call made as each wait begins (s->lock not held).
+ * White-box tests lengthen the one and use the other to build the state
+ * the wait is for. */
+extern int64_t tpe__strategy_hand_wait_ns;
+extern void (*tpe__strategy_hand_wait_hook)(void);
 
 #endif /* TPE_STRATEGY_H */
