@@ -191,7 +191,7 @@ static void
 test_reserved_slots_made_by_first_park(void **state)
 {
 	tpe_t *p = pool_reserving(2, 2, 0);
-	int count = 0, i;
+	int count = 0, hits = 0, i;
 
 	(void)state;
 	for (i = 0; i < 100; i++)
@@ -199,15 +199,23 @@ test_reserved_slots_made_by_first_park(void **state)
 	assert_int_equal(tpe_wait_idle(p, -1), 0);
 	assert_null(__atomic_load_n(&p->reserve.slots, __ATOMIC_ACQUIRE));
 	assert_int_equal(tu_stats(p).reserved, 0);
-	/* A miss asks for a thread; the one that parks makes the slots. */
+	/*
+	 * A miss asks for a thread; the one that parks makes the slots. The
+	 * wake-up a miss sends can be skipped or lost (a worker between its
+	 * look at the request and its sleep); the next miss sends it again
+	 * (reserve.h, engine/locked.c), so miss until a thread parks (or a
+	 * try hits one that just did).
+	 */
 	assert_int_equal(tpe_try_execute(p, tu_count_fn, &count), EAGAIN);
-	assert_true(TU_EVENTUALLY(tu_stats(p).reserved >= 1, EV_TIMEOUT));
+	assert_true(TU_EVENTUALLY(tu_stats(p).reserved >= 1 ||
+	    (tpe_try_execute(p, tu_count_fn, &count) == 0 && ++hits > 0),
+	    EV_TIMEOUT));
 	assert_non_null(__atomic_load_n(&p->reserve.slots, __ATOMIC_ACQUIRE));
 	while (tpe_try_execute(p, tu_count_fn, &count) != 0)
 		assert_true(TU_EVENTUALLY(tu_stats(p).reserved >= 1,
 		    EV_TIMEOUT));
 	assert_int_equal(tpe_wait_idle(p, -1), 0);
-	assert_int_equal(tu_load(&count), 101);
+	assert_int_equal(tu_load(&count), 101 + hits);
 	assert_int_equal(tpe_destroy(p), 0);
 }
 
