@@ -1706,6 +1706,8 @@ struct wait_case {
 	struct tu_saturation sat;         /* W's blocker */
 	struct tu_latch p1_started, p1_release;
 	struct probe p1;
+	struct tu_latch p2_done;          /* p2's (wait_case_push_p2) */
+	struct probe p2;
 	pthread_t t;
 };
 
@@ -1720,6 +1722,7 @@ wait_case_start(struct wait_case *c, size_t tasks)
 	feed_init(&c->f, tasks + 1);
 	tu_latch_init(&c->p1_started, 1);
 	tu_latch_init(&c->p1_release, 1);
+	tu_latch_init(&c->p2_done, 1);
 	c->p1 = (struct probe){ .open = &c->h.gate,
 	    .started = &c->p1_started, .release = &c->p1_release };
 	feed_push(&c->f, probe_fn, &c->p1, TPE_BLOCKING);
@@ -1731,6 +1734,26 @@ wait_case_produce(struct wait_case *c)
 	c->s = new_strategy(c->pool, &c->f, TPE_STRATEGY_ADAPTIVE);
 	__atomic_store_n(&c->h.arg, (void *)c->s, __ATOMIC_SEQ_CST);
 	c->t = produce_in_thread(c->s);
+}
+
+/* p2, the task R produces and misses with: BLOCKING, holding until
+ * `release` opens (may be NULL). */
+static void
+wait_case_push_p2(struct wait_case *c, struct tu_latch *release)
+{
+	c->p2 = (struct probe){ .release = release, .done = &c->p2_done };
+	feed_push(&c->f, probe_fn, &c->p2, TPE_BLOCKING);
+}
+
+/* One wait, after which R ran p2 itself (EPC): the thread that produced
+ * it, not T. */
+static void
+assert_p2_ran_epc(struct wait_case *c)
+{
+	assert_true(tu_latch_wait_for(&c->p2_done, TU_WAIT_BOUND));
+	assert_int_equal(tu_load(&wait_calls), 1);
+	assert_true(pthread_equal(c->p2.thread, feed_caller(&c->f, 2)));
+	assert_false(pthread_equal(c->p2.thread, c->t));
 }
 
 /* Opens every gate, joins T unless `joined`, and ends the test. */
@@ -1746,6 +1769,7 @@ wait_case_finish(struct wait_case *c, bool joined)
 	tu_saturation_destroy(&c->sat);
 	tu_latch_destroy(&c->p1_started);
 	tu_latch_destroy(&c->p1_release);
+	tu_latch_destroy(&c->p2_done);
 	epc_pool_done(&c->h);
 }
 
@@ -1758,14 +1782,10 @@ static void
 test_strategy_miss_waits_for_relay(void **state)
 {
 	struct wait_case c;
-	struct tu_latch p2_done;
-	struct probe p2;
 
 	(void)state;
 	wait_case_start(&c, 2);
-	tu_latch_init(&p2_done, 1);
-	p2 = (struct probe){ .done = &p2_done };
-	feed_push(&c.f, probe_fn, &p2, TPE_BLOCKING);
+	wait_case_push_p2(&c, NULL);
 	/* The first wait opens p1: T's task returns while R waits. */
 	wait_hook_set(TU_WAIT_BOUND, &c.p1_release);
 	wait_case_produce(&c);
@@ -1775,15 +1795,11 @@ test_strategy_miss_waits_for_relay(void **state)
 		fail_msg("the producer did not wait after its miss");
 	}
 	join_produce(c.t); /* T produced on after p1, then ended */
-	assert_true(tu_latch_wait_for(&p2_done, TU_WAIT_BOUND));
-	assert_int_equal(tu_load(&wait_calls), 1);
-	assert_true(pthread_equal(p2.thread, feed_caller(&c.f, 2)));
-	assert_false(pthread_equal(p2.thread, c.t));
+	assert_p2_ran_epc(&c);
 	assert_true(pthread_equal(feed_caller(&c.f, 3), c.t));
 	assert_int_equal(tu_load(&try_hits), 1);
 	assert_counts(c.s, 0, 0, 0, 2);
 	wait_case_finish(&c, true);
-	tu_latch_destroy(&p2_done);
 }
 
 /*
@@ -1797,8 +1813,6 @@ test_strategy_miss_waits_for_reserved(void **state)
 {
 	struct wait_case c;
 	struct call_hold call3;
-	struct tu_latch p2_done;
-	struct probe p2;
 
 	(void)state;
 	wait_case_start(&c, 2);
@@ -1808,25 +1822,19 @@ test_strategy_miss_waits_for_reserved(void **state)
 	tu_latch_count_down(&call3.gate);
 	c.f.on_call = hold_call;
 	c.f.hook = &call3;
-	tu_latch_init(&p2_done, 1);
-	p2 = (struct probe){ .release = &call3.in, .done = &p2_done };
-	feed_push(&c.f, probe_fn, &p2, TPE_BLOCKING);
+	wait_case_push_p2(&c, &call3.in);
 	wait_hook_set(TU_WAIT_BOUND, &c.sat.release);
 	wait_case_produce(&c);
-	assert_true(tu_latch_wait_for(&p2_done, TU_WAIT_BOUND));
+	assert_p2_ran_epc(&c);
 	assert_true(tu_latch_wait_for(&c.p1_started, TU_WAIT_BOUND));
-	assert_int_equal(tu_load(&wait_calls), 1);
-	assert_true(pthread_equal(p2.thread, feed_caller(&c.f, 2)));
-	assert_false(pthread_equal(p2.thread, c.t));
 	assert_false(pthread_equal(feed_caller(&c.f, 3), c.t));
-	assert_false(pthread_equal(feed_caller(&c.f, 3), p2.thread));
+	assert_false(pthread_equal(feed_caller(&c.f, 3), c.p2.thread));
 	/* T's hand-off, then W's (more if W arrived before R looked again,
 	 * found R producing and parked once more: the race of 16). */
 	assert_true(tu_load(&try_hits) >= 2);
 	assert_counts(c.s, 0, 0, 0, 2); /* p1 counted as it started */
 	wait_case_finish(&c, false);
 	call_hold_destroy(&call3);
-	tu_latch_destroy(&p2_done);
 }
 
 /*

@@ -51,6 +51,16 @@
  * clock read; the budget counts from there. A budget of 0, or a machine
  * with one processor (tpe__can_spin), spins not at all.
  *
+ * Earning its CPU. struct tpe__spin_pay decides whether a waiter that
+ * could spin before it gives up (sleeps, or takes another way) should:
+ * after `misses` spins in a row that found nothing (what it waits for
+ * comes further apart than its spin: the spin only burns a core), only
+ * every `probe`-th wait spins, to notice when things come close again;
+ * one spin that pays makes every wait spin again. The idle worker's spin
+ * (engine/locked.c) and the adaptive strategy's wait after a miss
+ * (strategy/strategy.c) follow it. It is the waiter's own state, under
+ * whatever lock guards the waiter.
+ *
  * Legend: base/sync.h (p->lock: the fallback's mutex, outside the lock
  * order: only park.c takes it, and takes nothing under it).
  */
@@ -62,6 +72,7 @@
 #endif
 
 #include <stdbool.h>
+#include <limits.h>
 #include <stdint.h>
 
 #include "base/sync.h"
@@ -141,5 +152,33 @@ int64_t tpe__backoff_sleep_ns(uint64_t n, int64_t max_ns);
 
 /* Sleeps ns (> 0) with nanosleep; a signal may end it early. */
 void tpe__sleep_ns(int64_t ns);
+
+/* ---- earning its CPU ------------------------------------------------------ */
+
+/* Legend: the waiter's own (its caller's lock). */
+struct tpe__spin_pay {
+	unsigned misses;       /* spins in a row that found nothing */
+	unsigned skips;        /* waits that did not spin since */
+};
+
+/* Whether this wait should spin: yes while spins pay, else every
+ * `probe`-th wait once `max_misses` spins in a row found nothing. */
+static inline bool
+tpe__spin_pays(struct tpe__spin_pay *p, unsigned max_misses, unsigned probe)
+{
+	if (p->misses < max_misses)
+		return true;
+	return ++p->skips % probe == 0;
+}
+
+/* The spin that tpe__spin_pays allowed found what it waited for, or not. */
+static inline void
+tpe__spin_paid(struct tpe__spin_pay *p, bool paid)
+{
+	if (paid)
+		p->misses = 0;
+	else if (p->misses < UINT_MAX)
+		p->misses++;
+}
 
 #endif /* TPE_PARK_H */

@@ -90,7 +90,8 @@
  * offer (tasks come further apart than SPIN_NS: the spin only burns a
  * core, the wake-up comes anyway), takers sleep at once, and only every
  * SPIN_PROBE-th wait spins, to notice when tasks come close again; one
- * spin that sees an offer makes every wait spin again.
+ * spin that sees an offer makes every wait spin again (base/park.h,
+ * struct tpe__spin_pay).
  */
 #define SPIN_MISSES 4
 #define SPIN_PROBE 16
@@ -199,15 +200,6 @@ spin_for_offer(struct tpe__locked *le, struct tpe__mutex *lock,
 	return offered;
 }
 
-/* Whether this wait should spin (SPIN_MISSES). L held. */
-static bool
-spin_pays_locked(struct tpe__locked *le)
-{
-	if (le->spin_misses < SPIN_MISSES)
-		return true;
-	return ++le->spin_probe % SPIN_PROBE == 0;
-}
-
 /*
  * Returns the queue's oldest task; when there is none, waits once (counted
  * in takers) until woken or until `deadline_ns` (absolute monotonic,
@@ -245,15 +237,15 @@ take_locked(struct tpe__locked *le, int64_t deadline_ns, bool spin, int *rc)
 	 * submitters it waits for (two cores, tiny tasks); it sleeps, and
 	 * the wake-up rules above call it when the queue builds up. */
 	if (spin && tpe__can_spin() && le->takers - le->sleepers == 1 &&
-	    spin_pays_locked(le)) {
-		if (spin_for_offer(le, lock, deadline_ns)) {
-			le->spin_misses = 0;
+	    tpe__spin_pays(&le->spin_pay, SPIN_MISSES, SPIN_PROBE)) {
+		bool hit = spin_for_offer(le, lock, deadline_ns);
+
+		tpe__spin_paid(&le->spin_pay, hit);
+		if (hit)
 			TPE__METRICS_WORKER_ADD(tpe__metrics_tls_worker,
 			    spin_hits, 1);
-		} else {
-			le->spin_misses++;
+		else
 			*rc = EAGAIN; /* nothing came: the next wait sleeps */
-		}
 		if (deadline_ns >= 0 && tpe__now_ns() >= deadline_ns)
 			*rc = ETIMEDOUT;
 	} else {

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "base/park.h"
 #include "engine/engine.h"
 
 /* Legend: base/sync.h (A: written under L, read without). */
@@ -28,8 +29,7 @@ struct tpe__locked {
 				     * work_cond; a lock-free offer reads it */
 	unsigned offers;            /* A: bumped after each accepted offer
 				     * (L held); spinning takers read it */
-	unsigned spin_misses;       /* L: spins in a row that saw no offer */
-	unsigned spin_probe;        /* L: waits since spinning stopped paying */
+	struct tpe__spin_pay spin_pay; /* L: whether spins pay (base/park.h) */
 };
 
 /*

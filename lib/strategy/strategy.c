@@ -161,38 +161,22 @@ start_pending_locked(struct tpe_strategy *s, int kind)
 
 /*
  * After a miss, the longest the producer waits for another thread to take
- * production (strategy.h, "The wait after a miss"), and how often it
- * looks meanwhile (in processor relax steps).
+ * production (strategy.h, "The wait after a miss"), and how many relax
+ * steps it spins between its looks (a retry of tpe_try_execute and the
+ * clock). Not the library's backoff (base/park.h): it yields the
+ * processor at each look, a system call that made this 4 us wait some
+ * 10% slower on the handoff benchmark (adaptive 0.85-1.01x forced EPC
+ * over 6 interleaved rounds, against 0.96-1.10x with this loop), and the
+ * thread waited for runs on another processor or the wait does not pay.
  */
 #define HAND_WAIT_NS 4000
 #define HAND_LOOK_RELAX 128
-/*
- * A wait must earn its CPU: after HAND_WAIT_MISSES waits in a row that
- * ended with no thread, the producer waits only at every
- * HAND_WAIT_PROBE-th miss, to notice when waits pay again; a wait that
- * pays makes every miss wait again (the rule of the pool's idle spin).
- */
+/* A wait must earn its CPU (base/park.h, struct tpe__spin_pay). */
 #define HAND_WAIT_MISSES 4
 #define HAND_WAIT_PROBE 16
 
 int64_t tpe__strategy_hand_wait_ns = HAND_WAIT_NS; /* strategy.h */
 void (*tpe__strategy_hand_wait_hook)(void);        /* strategy.h */
-
-/* Whether this miss waits: production was handed on before (so the pool
- * has reserved threads, and an EPC consumer of ours runs its task or has
- * just returned to the pool, where it parks), and waits have been paying
- * (or this one probes). s->lock held. */
-static bool
-wait_pays_locked(struct tpe_strategy *s)
-{
-	TPE__ASSERT_HELD(&s->lock);
-	if (!s->handed || !tpe__can_spin() ||
-	    tpe__strategy_hand_wait_ns <= 0)
-		return false;
-	if (s->wait_misses < HAND_WAIT_MISSES)
-		return true;
-	return ++s->wait_skips % HAND_WAIT_PROBE == 0;
-}
 
 /* `relayed` is written under s->lock and read under it, and, by the
  * waiting producer between its looks, without it: a relaxed hint that
@@ -214,56 +198,54 @@ relayed_hint(const struct tpe_strategy *s)
 enum waited { WAITED_NONE, WAITED_HANDED, WAITED_RELAYED };
 
 /*
- * ADAPTIVE, after tpe_try_execute missed while an EPC consumer of this
- * strategy runs its task: waits at most tpe__strategy_hand_wait_ns,
- * s->lock dropped between its looks, for that consumer to take
- * production over when its task returns (a relay: consume()), or for a
- * reserved thread to park (tpe_try_execute is retried). s->lock held on
- * entry and on return; the caller is the producer, and is no longer when
- * this returns WAITED_RELAYED.
+ * ADAPTIVE, after tpe_try_execute missed: when production was handed on
+ * before (a task ran EPC: the pool has reserved threads, and the thread
+ * of the last EPC task is running it or has just gone back to the pool,
+ * where it parks; the count is relaxed, a hint: a miss that comes before
+ * the first EPC task is counted does not wait) and waits pay, waits at most tpe__strategy_hand_wait_ns, s->lock
+ * dropped, for that thread to take production over as its task returns
+ * (a relay: consume()), or for a reserved thread to park
+ * (tpe_try_execute is retried at each look). s->lock held on entry and
+ * on return; the caller is the producer, and is no longer when this
+ * returns WAITED_RELAYED.
  */
 static enum waited
 wait_for_producer_locked(struct tpe_strategy *s)
 {
 	enum waited w = WAITED_NONE;
 	int64_t deadline;
+	bool started;
 	int k;
 
 	TPE__ASSERT_HELD(&s->lock);
-	if (!wait_pays_locked(s))
+	if (tpe__counter_read(&s->epc) == 0 || !tpe__can_spin() ||
+	    tpe__strategy_hand_wait_ns <= 0 ||
+	    !tpe__spin_pays(&s->wait_pay, HAND_WAIT_MISSES, HAND_WAIT_PROBE))
 		return WAITED_NONE;
 	s->waiting = true;
 	tpe__mutex_unlock(&s->lock);
 	if (tpe__strategy_hand_wait_hook != NULL)
 		tpe__strategy_hand_wait_hook();
 	deadline = tpe__now_ns() + tpe__strategy_hand_wait_ns;
-	tpe__mutex_lock(&s->lock);
 	for (;;) {
-		/* A start drops the lock: a relay may come meanwhile, and
-		 * then production is the relayer's whatever the start did. */
-		if (!s->relayed &&
-		    start_pending_locked(s, TPE__PENDING_HANDED) == 0 &&
-		    !s->relayed && on_its_way_locked(s, TPE__PENDING_HANDED)) {
-			w = WAITED_HANDED;
-			break;
-		}
-		if (s->relayed) {
+		tpe__mutex_lock(&s->lock);
+		/* A start drops the lock: a relay that comes meanwhile makes
+		 * the relayer the producer, whatever the start did. */
+		started = !s->relayed &&
+		    start_pending_locked(s, TPE__PENDING_HANDED) == 0;
+		if (s->relayed)
 			w = WAITED_RELAYED;
-			break;
-		}
-		if (tpe__now_ns() >= deadline)
+		else if (started && on_its_way_locked(s, TPE__PENDING_HANDED))
+			w = WAITED_HANDED;
+		if (w != WAITED_NONE || tpe__now_ns() >= deadline)
 			break;
 		tpe__mutex_unlock(&s->lock);
 		for (k = 0; k < HAND_LOOK_RELAX && !relayed_hint(s); k++)
 			tpe__cpu_relax();
-		tpe__mutex_lock(&s->lock);
 	}
 	s->waiting = false;
 	set_relayed_locked(s, false);
-	if (w != WAITED_NONE)
-		s->wait_misses = 0;
-	else if (s->wait_misses < HAND_WAIT_MISSES)
-		s->wait_misses++;
+	tpe__spin_paid(&s->wait_pay, w != WAITED_NONE);
 	return w;
 }
 
@@ -302,7 +284,6 @@ hand_production_on(struct tpe_strategy *s, bool may_queue)
 			s->state = TPE__S_IDLE;
 			handover_begin_locked(s);
 		}
-		s->handed = true;
 	}
 	tpe__mutex_unlock(&s->lock);
 	return yes;

@@ -64,7 +64,9 @@
  * the task goes PEC (PIC) as before. A wait must earn its CPU: after 4
  * waits in a row that found no thread (consumers that block, or a pool
  * with no reserved thread free), only every 16th miss waits, until one
- * pays again.
+ * pays again (base/park.h, struct tpe__spin_pay, as the pool's idle
+ * spin). "Handed on" is read from the EPC count, relaxed: a miss that
+ * comes before the first EPC task is counted does not wait.
  *
  * States (`state`, s->lock):
  *   IDLE        no thread produces;
@@ -175,6 +177,7 @@
 
 #include <stdint.h>
 
+#include "base/park.h"
 #include "base/sync.h"
 #include "tpe.h"
 
@@ -206,18 +209,14 @@ struct tpe_strategy {
 	int pending[TPE__PENDING_KINDS];   /* s->lock: started, not yet run */
 	int starting[TPE__PENDING_KINDS];  /* s->lock: of those, starts in progress */
 	unsigned callers;                  /* s->lock: threads inside (invariant 6) */
-	bool handed;                       /* s->lock: production was
-					    * handed on once (EPC) */
 	bool waiting;                      /* s->lock: the producer waits
 					    * after a miss (ADAPTIVE) */
 	bool relayed;                      /* s->lock (written; read without
 					    * it as a hint, relaxed): an EPC
 					    * consumer took production over
 					    * from the waiting producer */
-	unsigned wait_misses;              /* s->lock: waits in a row that
-					    * ended with no thread */
-	unsigned wait_skips;               /* s->lock: misses that did not
-					    * wait since (the probe) */
+	struct tpe__spin_pay wait_pay;     /* s->lock: whether waits pay
+					    * (base/park.h) */
 
 	uint64_t pc, pic, pec, epc;        /* A: tasks per mode */
 
