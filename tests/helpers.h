@@ -993,11 +993,10 @@ __wrap_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
 		return create_around(thread, attr, start, arg);
 	return __real_pthread_create(thread, attr, start, arg);
 }
-#ifdef TU_WRAP_POSIX_MEMALIGN
 /*
- * The metrics' cache-line-aligned blocks come from posix_memalign: failed
- * with malloc and calloc, for a test linked with --wrap=posix_memalign as
- * well (tests/Makefile.inc) that defines TU_WRAP_POSIX_MEMALIGN too.
+ * Task nodes come in chunks from posix_memalign (lib/pool/node_cache.c),
+ * and so do the metrics' cache-line-aligned blocks: failed with malloc
+ * and calloc (TPE_WRAP_FAULT has --wrap=posix_memalign too).
  */
 int __real_posix_memalign(void **p, size_t align, size_t size);
 int __wrap_posix_memalign(void **p, size_t align, size_t size);
@@ -1009,7 +1008,6 @@ __wrap_posix_memalign(void **p, size_t align, size_t size)
 		return ENOMEM;
 	return __real_posix_memalign(p, align, size);
 }
-#endif /* TU_WRAP_POSIX_MEMALIGN */
 
 #endif /* TU_FAULT_INJECTION */
 

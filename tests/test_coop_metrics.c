@@ -10,7 +10,6 @@
 #include <string.h>
 
 #define TU_FAULT_INJECTION /* this binary links the --wrap wrappers */
-#define TU_WRAP_POSIX_MEMALIGN /* and --wrap=posix_memalign */
 #include "helpers.h"
 
 /* A tasklet that counts its calls: `limit` calls, the last one returns

@@ -17,7 +17,6 @@
 #include "base/sized.h"
 #include "base/tick.h"
 #define TU_FAULT_INJECTION
-#define TU_WRAP_POSIX_MEMALIGN /* and --wrap=posix_memalign */
 #include "helpers.h"
 
 /* A queue kind of each engine: the locked one and the stacks one. */

@@ -20,9 +20,11 @@
  * slot then still has a thread that will own it.)
  *
  * Submit (pw_submit, no lock, any thread): the node comes from the
- * thread's node cache (node_cache.c: no malloc in the steady state; this
- * kind lets the pool's return stack hold TPE__NODE_RETURNS_MANY nodes, so
- * that workers do not free what submitters malloc'd); the task is counted
+ * thread's node cache (node_cache.c: carved in address order from the
+ * thread's chunk, so that a worker's walk of a batch is prefetched; no
+ * malloc in the steady state: this kind lets the pool's return stack hold
+ * TPE__NODE_RETURNS_MANY nodes' worth of chunks, so that workers do not
+ * free what submitters allocated); the task is counted
  * in its slot's `pushed` (a relaxed add on the line the push takes anyway:
  * no counter line shared by every submitter), then pushed with one CAS
  * onto the slot's stack. The slot is the next of a thread-local round robin (no
@@ -1056,7 +1058,8 @@ pw_attach(struct tpe__engine *q, tpe_t *pool)
 	pq->pool = pool;
 	/* Before any worker or submitter touches it (node_cache.c): room for the
 	 * nodes in flight, so that the steady state neither mallocs nor
-	 * frees; at most TPE__NODE_RETURNS_MANY nodes (48 B each) stay cached. */
+	 * frees; at most TPE__NODE_RETURNS_MANY nodes' worth of chunks stay
+	 * cached. */
 	pool->returns.max = TPE__NODE_RETURNS_MANY;
 	return pool->attr.core == pq->n && pool->attr.max == pq->n ? 0 :
 	    EINVAL;

@@ -51,11 +51,12 @@ tpe__task_atfork_child(void)
 {
 	struct tpe__task *t, *next;
 
-	free(tpe__tls_running_node);
+	if (tpe__tls_running_node != NULL)
+		tpe__node_drop(tpe__tls_running_node);
 	tpe__tls_running_node = NULL;
 	for (t = kept.first; kept.n > 0; t = next, kept.n--) {
 		next = t->next;
-		free(t);
+		tpe__node_drop(t);
 	}
 	kept.first = kept.last = NULL;
 }

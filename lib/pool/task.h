@@ -75,15 +75,16 @@ bool tpe__task_run(const struct tpe__tasks *ts, struct tpe__task *t);
 /*
  * The node whose user code (hooks, task) this thread runs now, or NULL;
  * this thread only. In the child of a fork() from that user code, nothing
- * frees the node any more (the run returns false and touches nothing):
- * tpe__task_atfork_child frees it there, so that tpe_destroy in the child
- * leaves nothing allocated.
+ * ends the node any more (the run returns false and touches nothing):
+ * tpe__task_atfork_child ends it there (its chunk is freed if nothing
+ * else holds it: node_cache.c).
  */
 extern TPE__TLS struct tpe__task *tpe__tls_running_node;
 
-/* In the child of fork(), in the forking thread: frees the node of the
- * task that forked (see above) and the spent nodes it kept (below). The future it may carry is left alone:
- * the returning run still reads it (future.h). */
+/* In the child of fork(), in the forking thread: ends the node of the
+ * task that forked (see above) and the spent nodes it kept (below). The
+ * future it may carry is left alone: the returning run still reads it
+ * (future.h). */
 void tpe__task_atfork_child(void);
 
 /*
