@@ -471,6 +471,21 @@ latch_fn(void *arg)
 	tu_latch_count_down(arg);
 }
 
+/* A steal case's task: counted, then the latch. */
+struct counted_latch {
+	struct tu_latch latch;
+	int ran; /* atomic */
+};
+
+static void
+counted_latch_fn(void *arg)
+{
+	struct counted_latch *c = arg;
+
+	__atomic_add_fetch(&c->ran, 1, __ATOMIC_SEQ_CST);
+	tu_latch_count_down(&c->latch);
+}
+
 /*
  * One worker held by a long task; tasks submitted after it land on both
  * stacks or, while the other worker sleeps, on the held worker's (pushes
@@ -478,12 +493,14 @@ latch_fn(void *arg)
  * lands behind the held one, so they all run while the long task still
  * holds. `one_by_one` waits for each before the next, with no spin, so
  * that the idle worker is asleep whenever a task lands behind the held
- * one: it must wake as the watcher and steal.
+ * one: it must wake as the watcher and steal. Each task runs once: a
+ * thief that ran a stack without detaching it would run it again.
  */
 static void
 steal_case(bool one_by_one)
 {
-	struct tu_latch started, release, done;
+	struct tu_latch started, release;
+	struct counted_latch done = { .ran = 0 };
 	struct tu_blocker b;
 	tpe_t *p;
 	int i, n = 200;
@@ -492,27 +509,29 @@ steal_case(bool one_by_one)
 	p = pw_pool(2);
 	tu_latch_init(&started, 1);
 	tu_latch_init(&release, 1);
-	tu_latch_init(&done, n);
+	tu_latch_init(&done.latch, n);
 	b = (struct tu_blocker){ &started, &release, NULL, 0 };
 	assert_int_equal(tpe_execute(p, tu_blocker_fn, &b), 0);
 	assert_true(tu_latch_wait_for(&started, TU_WAIT_BOUND));
 	for (i = 0; i < n; i++) {
-		long left = tu_latch_count(&done);
+		long left = tu_latch_count(&done.latch);
 
-		assert_int_equal(tpe_execute(p, latch_fn, &done), 0);
-		if (one_by_one && !TU_EVENTUALLY(tu_latch_count(&done) < left,
+		assert_int_equal(tpe_execute(p, counted_latch_fn, &done), 0);
+		if (one_by_one &&
+		    !TU_EVENTUALLY(tu_latch_count(&done.latch) < left,
 		    EV_TIMEOUT))
 			fail_msg("task %d stranded behind the held worker", i);
 	}
-	if (!tu_latch_wait_for(&done, TU_WAIT_BOUND))
+	if (!tu_latch_wait_for(&done.latch, TU_WAIT_BOUND))
 		fail_msg("%ld tasks stranded behind the held worker",
-		    tu_latch_count(&done));
+		    tu_latch_count(&done.latch));
 	assert_int_equal(tu_ran(&b), 1);
 	tu_latch_count_down(&release);
 	assert_int_equal(tpe_destroy(p), 0);
+	assert_int_equal(tu_load(&done.ran), n);
 	tu_latch_destroy(&started);
 	tu_latch_destroy(&release);
-	tu_latch_destroy(&done);
+	tu_latch_destroy(&done.latch);
 }
 
 static void
