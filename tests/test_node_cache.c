@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_node_cache.c - task node allocation (lib/pool/node_cache.c,
- * white-box): nodes carved in address order from a thread's chunk, and
+ * white-box): nodes carved in address order from a thread's chunk (its
+ * first one small), and
  * again in order after they came back in any order; a chunk held until its
  * last node ends and then recycled whole (or freed past the bound, or
  * when no pool takes it); a batch spread over more chunks than the walk
@@ -121,12 +122,31 @@ scrambled(size_t *idx, size_t n)
 		idx[i] = j;
 }
 
-/* Starts each case with no chunk held by this thread. */
+/*
+ * Starts each case with no chunk held by this thread, and past its small
+ * first chunk: the next chunk it allocates is whole.
+ */
 static int
 setup(void **state)
 {
+	struct tpe__node_returns r;
+	struct tpe__task *t[32];
+	size_t n = 0, i;
+
 	(void)state;
+	returns_init(&r, 1);
 	tpe__node_cache_flush();
+	do {
+		t[n] = tpe__node_get(&r);
+		assert_non_null(t[n]);
+	} while (tpe__node_chunk_nodes_of(t[n++]) != tpe__node_chunk_nodes()
+	    && n < 32);
+	assert_int_equal(tpe__node_chunk_nodes_of(t[n - 1]),
+	    tpe__node_chunk_nodes());
+	for (i = 0; i < n; i++)
+		tpe__node_put(&r, t[i]);
+	tpe__node_cache_flush();
+	tpe__node_returns_free(&r);
 	return 0;
 }
 
@@ -307,6 +327,58 @@ test_node_enomem(void **state)
 }
 
 /* ---- threads ---------------------------------------------------------- */
+
+struct first_case {
+	struct tpe__node_returns *r;
+	size_t first; /* the first chunk's nodes, read after the join */
+};
+
+static void *
+first_chunk_main(void *arg)
+{
+	struct first_case *c = arg;
+	struct tpe__node_returns *r = c->r;
+	struct tpe__task *t[32];
+	size_t n = 0, i, first;
+
+	t[n++] = tpe__node_get(r);
+	assert_non_null(t[0]);
+	first = tpe__node_chunk_nodes_of(t[0]);
+	for (i = 1; i <= first; i++) {
+		t[n] = tpe__node_get(r);
+		assert_non_null(t[n]);
+		if (i < first)
+			assert_ptr_equal(t[n], t[n - 1] + 1);
+		n++;
+	}
+	/* Past the small chunk: the next is whole. */
+	assert_int_equal(tpe__node_chunk_nodes_of(t[n - 1]),
+	    tpe__node_chunk_nodes());
+	for (i = 0; i < n; i++)
+		tpe__node_put(r, t[i]);
+	c->first = first;
+	return NULL;
+}
+
+/* A thread's first chunk is a small one (a thread that submits a few
+ * tasks holds a few hundred bytes); its next one is whole. */
+static void
+test_node_first_chunk_small(void **state)
+{
+	struct tpe__node_returns r;
+	struct first_case c = { &r, 0 };
+	pthread_t th;
+	long base = alive();
+
+	(void)state;
+	returns_init(&r, 2);
+	assert_int_equal(pthread_create(&th, NULL, first_chunk_main, &c), 0);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(c.first, 16);
+	/* Both chunks ended and their thread gone: freed or on the stack. */
+	tpe__node_returns_free(&r);
+	assert_int_equal(alive(), base);
+}
 
 struct exit_case {
 	struct tpe__node_returns *r;
@@ -495,6 +567,7 @@ main(void)
 		cmocka_unit_test_setup(test_node_batch_over_many_chunks,
 		    setup),
 		cmocka_unit_test_setup(test_node_enomem, setup),
+		cmocka_unit_test_setup(test_node_first_chunk_small, setup),
 		cmocka_unit_test_setup(test_node_thread_exit, setup),
 		cmocka_unit_test_setup(test_node_threads_end_batches, setup),
 	};

@@ -24,16 +24,19 @@
  * those phases and 15 in the calm ones (bench/README.md, "Node
  * order").
  *
- * A chunk is CHUNK_BYTES of memory aligned to CHUNK_BYTES: a header and
- * CHUNK_NODES nodes. The chunk of a node is its address rounded down, so a
- * node needs no field for it. A thread takes nodes from its current chunk
+ * A chunk is at most CHUNK_BYTES of memory aligned to CHUNK_BYTES: a
+ * header and `nodes` nodes (CHUNK_NODES in a whole chunk). The chunk of a
+ * node is its address rounded down, so a node needs no field for it. A
+ * thread's first chunk is a small one (FIRST_NODES nodes, 704 bytes): a
+ * thread that submits a few tasks holds well under a kilobyte, not 16
+ * KiB; every later chunk it allocates is whole. A thread takes nodes from its current chunk
  * in order (a thread-local index, no atomics); when the chunk is used up it
  * takes another: from its spare list, else the pool's whole return stack
  * (one exchange) into its spare list, else posix_memalign.
  *
  * `pending` counts what still holds the chunk: every node handed out and
  * not yet ended, plus one for the thread that carves it (the hold). It
- * starts at CHUNK_NODES + 1: the nodes not yet handed out are counted
+ * starts at `nodes` + 1: the nodes not yet handed out are counted
  * from the start, so it cannot reach zero while the thread still carves
  * (a node cannot end before it is handed out). The thread gives up its
  * hold when the chunk is used up (or the thread exits, with what it did
@@ -63,11 +66,11 @@
  * After fork, the child's copies of other threads' chunks are never
  * released: their threads are gone (tpe(7), "Fork").
  *
- * Memory: a chunk is allocated CHUNK_BYTES - CHUNK_SLACK long, so that the
+ * Memory: a chunk is allocated CHUNK_SLACK short of its size, so that the
  * allocator's own header of the next aligned block fits in the slack
  * and consecutive chunks pack at CHUNK_BYTES; CHUNK_NODES nodes of 40
  * bytes in 16 KiB is 40.4 bytes a node, and a thread that submitted
- * once holds up to one chunk.
+ * holds one chunk: 704 bytes until it has taken 16 nodes, then 16 KiB.
  */
 #include <pthread.h>
 #include <stdbool.h>
@@ -81,15 +84,19 @@
 #define RETURN_MAX 256
 #define CHUNK_BYTES ((size_t)TPE__NODE_CHUNK_BYTES)
 #define CHUNK_SLACK ((size_t)TPE__CACHE_LINE)
+#define FIRST_NODES ((size_t)16)
 
 struct tpe__node_chunk {
 	size_t pending;                /* A: nodes out + the hold */
 	struct tpe__node_chunk *next;  /* a spare list or a return stack */
+	size_t nodes;                  /* how many it holds; set when it is
+					* allocated, read by its carver */
 	/* The nodes, on the next cache line: the workers' decrements of
 	 * pending do not pull a line the submitter writes nodes into. */
-	struct tpe__task nodes[] __attribute__((aligned(TPE__CACHE_LINE)));
+	struct tpe__task node[] __attribute__((aligned(TPE__CACHE_LINE)));
 };
 
+/* The nodes of a whole chunk: it is allocated CHUNK_SLACK short. */
 #define CHUNK_NODES ((CHUNK_BYTES - CHUNK_SLACK - \
 	sizeof(struct tpe__node_chunk)) / sizeof(struct tpe__task))
 
@@ -102,6 +109,8 @@ tpe__node_chunk_nodes(void)
 struct node_cache {
 	struct tpe__node_chunk *cur;   /* carved here; NULL: none */
 	size_t next;                   /* index of cur's next node */
+	size_t nodes;                  /* cur's nodes */
+	bool grown;                    /* allocated its first chunk */
 	struct tpe__node_chunk *spare; /* whole chunks, not yet carved */
 	bool registered;               /* the destructor will run */
 };
@@ -116,6 +125,12 @@ chunk_of(const struct tpe__task *t)
 {
 	return (struct tpe__node_chunk *)(void *)((uintptr_t)t &
 	    ~(uintptr_t)(CHUNK_BYTES - 1));
+}
+
+size_t
+tpe__node_chunk_nodes_of(const struct tpe__task *t)
+{
+	return chunk_of(t)->nodes;
 }
 
 static size_t
@@ -165,7 +180,7 @@ release_all(struct node_cache *c, struct tpe__node_returns *r)
 	struct tpe__node_chunk *s;
 
 	if (c->cur != NULL)
-		drop(r, c->cur, CHUNK_NODES - c->next + 1);
+		drop(r, c->cur, c->nodes - c->next + 1);
 	c->cur = NULL;
 	while ((s = c->spare) != NULL) {
 		c->spare = s->next;
@@ -212,6 +227,7 @@ static struct tpe__node_chunk *
 take_chunk(struct tpe__node_returns *r, bool keep)
 {
 	struct tpe__node_chunk *c = cache.spare;
+	size_t nodes;
 	void *p;
 
 	if (c == NULL && keep &&
@@ -224,9 +240,14 @@ take_chunk(struct tpe__node_returns *r, bool keep)
 		cache.spare = c->next;
 		return c;
 	}
-	if (posix_memalign(&p, CHUNK_BYTES, CHUNK_BYTES - CHUNK_SLACK) != 0)
+	nodes = cache.grown ? CHUNK_NODES : FIRST_NODES;
+	if (posix_memalign(&p, CHUNK_BYTES, sizeof(*c) +
+	    nodes * sizeof(struct tpe__task)) != 0)
 		return NULL;
-	return p;
+	cache.grown = true;
+	c = p;
+	c->nodes = nodes;
+	return c;
 }
 
 struct tpe__task *
@@ -235,8 +256,8 @@ tpe__node_get(struct tpe__node_returns *r)
 	struct tpe__node_chunk *c = cache.cur;
 	bool keep;
 
-	if (c != NULL && cache.next < CHUNK_NODES)
-		return &c->nodes[cache.next++];
+	if (c != NULL && cache.next < cache.nodes)
+		return &c->node[cache.next++];
 	keep = cache_usable();
 	c = take_chunk(r, keep);
 	if (c == NULL)
@@ -248,12 +269,13 @@ tpe__node_get(struct tpe__node_returns *r)
 	if (!keep) {
 		/* No destructor would release a hold: a chunk per node. */
 		c->pending = 1;
-		return &c->nodes[0];
+		return &c->node[0];
 	}
-	c->pending = CHUNK_NODES + 1;
+	c->pending = c->nodes + 1;
 	cache.cur = c;
+	cache.nodes = c->nodes;
 	cache.next = 1;
-	return &c->nodes[0];
+	return &c->node[0];
 }
 
 void

@@ -38,8 +38,10 @@ struct tpe__node_returns {
 
 /* The bytes of a chunk, its alignment too (node_cache.c). */
 #define TPE__NODE_CHUNK_BYTES 16384
-/* How many nodes a chunk holds (for white-box tests). */
+/* How many nodes a whole chunk holds, and t's chunk (for white-box
+ * tests: a thread's first chunk is smaller). */
 size_t tpe__node_chunk_nodes(void);
+size_t tpe__node_chunk_nodes_of(const struct tpe__task *t);
 
 /* A node for a new task, any thread, no lock: NULL when no chunk can be
  * allocated. */
