@@ -27,7 +27,7 @@
  * A chunk is at most CHUNK_BYTES of memory aligned to CHUNK_BYTES: a
  * header and `nodes` nodes (CHUNK_NODES in a whole chunk). The chunk of a
  * node is its address rounded down, so a node needs no field for it. A
- * thread's first chunk is a small one (FIRST_NODES nodes, 704 bytes): a
+ * thread's first chunk is a small one (FIRST_NODES nodes, 664 bytes): a
  * thread that submits a few tasks holds well under a kilobyte, not 16
  * KiB; every later chunk it allocates is whole. A thread takes nodes from its current chunk
  * in order (a thread-local index, no atomics); when the chunk is used up it
@@ -68,9 +68,9 @@
  *
  * Memory: a chunk is allocated CHUNK_SLACK short of its size, so that the
  * allocator's own header of the next aligned block fits in the slack
- * and consecutive chunks pack at CHUNK_BYTES; CHUNK_NODES nodes of 40
- * bytes in 16 KiB is 40.4 bytes a node, and a thread that submitted
- * holds one chunk: 704 bytes until it has taken 16 nodes, then 16 KiB.
+ * and consecutive chunks pack at CHUNK_BYTES; CHUNK_NODES (407) nodes
+ * of 40 bytes in 16 KiB is 40.3 bytes a node, and a thread that submitted
+ * holds one chunk: 664 bytes until it has taken 16 nodes, then 16 KiB.
  */
 #include <pthread.h>
 #include <stdbool.h>
@@ -91,9 +91,12 @@ struct tpe__node_chunk {
 	struct tpe__node_chunk *next;  /* a spare list or a return stack */
 	size_t nodes;                  /* how many it holds; set when it is
 					* allocated, read by its carver */
-	/* The nodes, on the next cache line: the workers' decrements of
-	 * pending do not pull a line the submitter writes nodes into. */
-	struct tpe__task node[] __attribute__((aligned(TPE__CACHE_LINE)));
+	/* The nodes, right after: the header shares its cache line with
+	 * the first node or two, which the workers' decrements of pending
+	 * pull from the submitter once a chunk, not once a node. Aligning
+	 * them to the next line would cost 40 bytes a chunk, and 2.5 bytes
+	 * a thread in a small program (make bench's heap per idle thread). */
+	struct tpe__task node[];
 };
 
 /* The nodes of a whole chunk: it is allocated CHUNK_SLACK short. */

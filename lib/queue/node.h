@@ -27,7 +27,7 @@ struct tpe__task {
 	/* Read through tpe__task_future: a tpe_submit task (fn NULL) has its
 	 * future here (holding a reference); any other the time it was
 	 * accepted, for the metrics (lib/metrics; a future keeps its own,
-	 * pool/future.h). One word for both keeps the node at 40 bytes: 406
+	 * pool/future.h). One word for both keeps the node at 40 bytes: 407
 	 * to a 16 KiB chunk (pool/node_cache.c; a field of its own made it
 	 * 48). */
 	union {
