@@ -107,7 +107,7 @@ put_batch(struct tpe__node_returns *r, struct tpe__task **t,
 	for (i = 0; i + 1 < n; i++)
 		t[idx[i]]->next = t[idx[i + 1]];
 	t[idx[n - 1]]->next = NULL;
-	tpe__node_put_chain(r, t[idx[0]], t[idx[n - 1]], n);
+	tpe__node_put_chain(r, t[idx[0]], n);
 }
 
 /* A permutation of 0..n-1 that is far from any order: a stride walk. */
@@ -469,7 +469,7 @@ ender_main(void *arg)
 	struct mt_box *b = e->box;
 
 	for (;;) {
-		struct tpe__task *first, *last;
+		struct tpe__task *first;
 		size_t n;
 
 		pthread_mutex_lock(&b->lock);
@@ -482,9 +482,7 @@ ender_main(void *arg)
 		pthread_mutex_unlock(&b->lock);
 		if (first == NULL)
 			return NULL;
-		for (last = first; last->next != NULL; last = last->next)
-			;
-		tpe__node_put_chain(b->r, first, last, n);
+		tpe__node_put_chain(b->r, first, n);
 	}
 }
 

@@ -279,8 +279,7 @@ struct pw_queue {
 static TPE__TLS struct slot *tls_slot; /* the slot this thread owns */
 static struct slot *adopt(struct pw_queue *pq, bool counted);
 static bool lost_slot(struct pw_queue *pq, struct slot *me,
-    struct tpe__task *t, struct tpe__task *done, struct tpe__task *last,
-    size_t n);
+    struct tpe__task *t, struct tpe__task *done, size_t n);
 static bool took_back(void);
 
 /*
@@ -716,7 +715,7 @@ run_batch(struct pw_queue *pq, struct slot *me, struct tpe__task *todo,
     bool *small)
 {
 	tpe_t *pool = pq->pool;
-	struct tpe__task *t, *done = NULL, *last = NULL;
+	struct tpe__task *t, *done = NULL;
 	/* This thread's metrics block, or NULL (lib/metrics): the thread's,
 	 * not the slot's, which may change hands (managed blocking). */
 	struct tpe__metrics_worker *mw = tpe__metrics_tls_worker;
@@ -733,7 +732,7 @@ run_batch(struct pw_queue *pq, struct slot *me, struct tpe__task *todo,
 			wait_while_paused(pq, me);
 		if (load_state(pool) >= TPE__STOP) {
 			if (done != NULL)
-				tpe__task_end_chain(&pool->tasks, done, last, n);
+				tpe__task_end_chain(&pool->tasks, done, n);
 			return hand_back_all(pq, me, todo);
 		}
 		todo = t->next;
@@ -752,12 +751,10 @@ run_batch(struct pw_queue *pq, struct slot *me, struct tpe__task *todo,
 			tpe__metrics_task_end(mw, accepted, start);
 		tpe__blocking_task_done();
 		/* t blocked and handed the slot over: it is not ours now. */
-		if (lost_slot(pq, me, t, done, last, n))
+		if (lost_slot(pq, me, t, done, n))
 			return SLOTLESS;
 		count(&me->completed);
 		t->next = done;
-		if (done == NULL)
-			last = t;
 		done = t;
 		n++;
 		/* Back, unless a thief took it (NULL); after a slot came
@@ -767,7 +764,7 @@ run_batch(struct pw_queue *pq, struct slot *me, struct tpe__task *todo,
 			    __ATOMIC_SEQ_CST);
 	}
 	if (done != NULL)
-		tpe__task_end_chain(&pool->tasks, done, last, n);
+		tpe__task_end_chain(&pool->tasks, done, n);
 	TPE__METRICS_WORKER_ADD(mw, batches, 1);
 	*small = n <= BATCH_SMALL;
 	return GO_ON;
@@ -1356,12 +1353,12 @@ adopt(struct pw_queue *pq, bool counted)
 /*
  * After task t (no lock): false when this thread still owns `me`; true
  * when t handed it over and nobody gave it back: t's completion is
- * counted here, the batch's spent nodes (done ... last, n, and t) end,
+ * counted here, the batch's spent nodes (the n from done, and t) end,
  * and the thread holds no slot and no task.
  */
 static bool
 lost_slot(struct pw_queue *pq, struct slot *me, struct tpe__task *t,
-    struct tpe__task *done, struct tpe__task *last, size_t n)
+    struct tpe__task *done, size_t n)
 {
 	tpe_t *pool = pq->pool;
 
@@ -1370,9 +1367,7 @@ lost_slot(struct pw_queue *pq, struct slot *me, struct tpe__task *t,
 	/* Release: pairs with the acquire load in pw_counts_locked. */
 	__atomic_add_fetch(&pq->orphan_done, 1, __ATOMIC_RELEASE);
 	t->next = done;
-	if (done == NULL)
-		last = t;
-	tpe__task_end_chain(&pool->tasks, t, last, n + 1);
+	tpe__task_end_chain(&pool->tasks, t, n + 1);
 	tls_handed = NULL;
 	/* Dekker with tpe_wait_idle, as set_asleep: the seq_cst decrement,
 	 * then the load of idle_waiters. */

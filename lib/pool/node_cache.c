@@ -41,12 +41,12 @@
  * (a node cannot end before it is handed out). The thread gives up its
  * hold when the chunk is used up (or the thread exits, with what it did
  * not hand out). Whoever brings pending to zero owns the chunk: it pushes
- * it onto the return stack of the pool whose node it ended (a Treiber
- * stack, CAS), or frees it when that stack holds its bound already, or
- * when there is no pool (thread exit). The decrement is acq_rel: every
- * thread's last use of its nodes happens-before the recycling; the push
- * is a release CAS and the take an acquire exchange, so the recycler's
- * view happens-before the reuse. Chunks leave the stack only all at once
+ * it onto the return stack of the pool whose node it ended (base/stack.h's
+ * take-all stack), or frees it when that stack holds its bound already, or
+ * when there is no pool (thread exit, a forked child's leftovers). The
+ * decrement is acq_rel: every thread's last use of its nodes
+ * happens-before the recycling; the stack's push and take are seq_cst, so
+ * the recycler's view happens-before the reuse. Chunks leave the stack only all at once
  * (the exchange): no single pop, no ABA problem.
  *
  * Ending a batch (tpe__node_put_chain) walks its nodes (just run, in
@@ -62,7 +62,8 @@
  * A thread's current chunk and spare list are released by a
  * thread-specific-data destructor when the thread exits. If no key can be
  * created, a thread keeps no chunk: each node then comes from a chunk of
- * its own, released at once (correct, and costly: a fallback).
+ * one node, held by nothing but that node (a fallback: an aligned
+ * allocation per task).
  * After fork, the child's copies of other threads' chunks are never
  * released: their threads are gone (tpe(7), "Fork").
  *
@@ -79,6 +80,7 @@
 
 #include "pool/node_cache.h"
 #include "base/atomic.h"
+#include "base/stack.h"
 #include "base/sync.h"
 
 #define RETURN_MAX 256
@@ -99,6 +101,9 @@ struct tpe__node_chunk {
 	struct tpe__task node[];
 };
 
+/* A pool's return stack of whole chunks (base/stack.h). */
+TPE__STACK_DEFINE(chunk_stack, struct tpe__node_chunk, next)
+
 /* The nodes of a whole chunk: it is allocated CHUNK_SLACK short. */
 #define CHUNK_NODES ((CHUNK_BYTES - CHUNK_SLACK - \
 	sizeof(struct tpe__node_chunk)) / sizeof(struct tpe__task))
@@ -112,7 +117,8 @@ tpe__node_chunk_nodes(void)
 struct node_cache {
 	struct tpe__node_chunk *cur;   /* carved here; NULL: none */
 	size_t next;                   /* index of cur's next node */
-	size_t nodes;                  /* cur's nodes */
+	size_t nodes;                  /* cur's nodes: a copy, since the
+					* header's line is the workers' */
 	bool grown;                    /* allocated its first chunk */
 	struct tpe__node_chunk *spare; /* whole chunks, not yet carved */
 	bool registered;               /* the destructor will run */
@@ -149,19 +155,13 @@ bound_chunks(const struct tpe__node_returns *r)
 static void
 recycle(struct tpe__node_returns *r, struct tpe__node_chunk *c)
 {
-	struct tpe__node_chunk *old;
-
 	if (r == NULL ||
 	    __atomic_load_n(&r->count, __ATOMIC_RELAXED) >= bound_chunks(r)) {
 		free(c);
 		return;
 	}
-	old = __atomic_load_n(&r->head, __ATOMIC_RELAXED);
-	do
-		c->next = old;
-	/* Release pairs with the acquire exchange in take_chunk. */
-	while (!__atomic_compare_exchange_n(&r->head, &old, c, true,
-	    __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+	/* The push pairs with the take in take_chunk (base/stack.h). */
+	(void)chunk_stack_push_mpsc(&r->head, c);
 	__atomic_add_fetch(&r->count, 1, __ATOMIC_RELAXED);
 }
 
@@ -176,14 +176,14 @@ drop(struct tpe__node_returns *r, struct tpe__node_chunk *c, size_t k)
 }
 
 /* The thread gives up its current chunk, with the nodes it did not hand
- * out, and its spare chunks. */
+ * out (freed if nothing else holds it), and frees its spare chunks. */
 static void
-release_all(struct node_cache *c, struct tpe__node_returns *r)
+release_all(struct node_cache *c)
 {
 	struct tpe__node_chunk *s;
 
 	if (c->cur != NULL)
-		drop(r, c->cur, c->nodes - c->next + 1);
+		drop(NULL, c->cur, c->nodes - c->next + 1);
 	c->cur = NULL;
 	while ((s = c->spare) != NULL) {
 		c->spare = s->next;
@@ -196,7 +196,7 @@ cache_free(void *arg)
 {
 	struct node_cache *c = arg;
 
-	release_all(c, NULL);
+	release_all(c);
 	c->registered = false;
 }
 
@@ -222,10 +222,13 @@ cache_usable(void)
 void
 tpe__node_cache_flush(void)
 {
-	release_all(&cache, NULL);
+	release_all(&cache);
 }
 
-/* A whole chunk to carve: a spare, r's return stack, or a new one. */
+/*
+ * A chunk to carve: a spare, r's return stack, or a new one (a thread
+ * that keeps no chunk gets a new one of one node).
+ */
 static struct tpe__node_chunk *
 take_chunk(struct tpe__node_returns *r, bool keep)
 {
@@ -234,20 +237,17 @@ take_chunk(struct tpe__node_returns *r, bool keep)
 	void *p;
 
 	if (c == NULL && keep &&
-	    __atomic_load_n(&r->head, __ATOMIC_RELAXED) != NULL) {
-		/* Acquire pairs with the release CAS in recycle. */
-		c = __atomic_exchange_n(&r->head, NULL, __ATOMIC_ACQUIRE);
+	    (c = chunk_stack_take_all(&r->head)) != NULL)
 		__atomic_store_n(&r->count, 0, __ATOMIC_RELAXED);
-	}
 	if (c != NULL) {
 		cache.spare = c->next;
 		return c;
 	}
-	nodes = cache.grown ? CHUNK_NODES : FIRST_NODES;
+	nodes = !keep ? 1 : cache.grown ? CHUNK_NODES : FIRST_NODES;
 	if (posix_memalign(&p, CHUNK_BYTES, sizeof(*c) +
 	    nodes * sizeof(struct tpe__task)) != 0)
 		return NULL;
-	cache.grown = true;
+	cache.grown = keep;
 	c = p;
 	c->nodes = nodes;
 	return c;
@@ -287,25 +287,18 @@ tpe__node_put(struct tpe__node_returns *r, struct tpe__task *t)
 	drop(r, chunk_of(t), 1);
 }
 
-void
-tpe__node_drop(struct tpe__task *t)
-{
-	drop(NULL, chunk_of(t), 1);
-}
-
 /* Counts per chunk while a batch is walked: a few entries, flushed when
  * a new chunk finds them full and at the end. */
 #define PUT_WAYS 4
 
 void
 tpe__node_put_chain(struct tpe__node_returns *r, struct tpe__task *first,
-    struct tpe__task *last, size_t n)
+    size_t n)
 {
 	struct tpe__node_chunk *way[PUT_WAYS] = { NULL };
 	size_t cnt[PUT_WAYS] = { 0 }, i, k, victim = 0;
 	struct tpe__task *t = first;
 
-	(void)last;
 	for (i = 0; i < n; i++, t = t->next) {
 		struct tpe__node_chunk *c = chunk_of(t);
 
@@ -332,8 +325,7 @@ tpe__node_put_chain(struct tpe__node_returns *r, struct tpe__task *first,
 void
 tpe__node_returns_free(struct tpe__node_returns *r)
 {
-	struct tpe__node_chunk *c = __atomic_exchange_n(&r->head, NULL,
-	    __ATOMIC_ACQUIRE);
+	struct tpe__node_chunk *c = chunk_stack_take_all(&r->head);
 
 	while (c != NULL) {
 		struct tpe__node_chunk *next = c->next;

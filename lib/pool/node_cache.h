@@ -5,7 +5,7 @@
  * a pool's return stack (node_cache.c).
  *
  * Where it sits: lib/pool, under the task module (its only caller);
- * built on lib/base's take-all stack (queue/node.h's tpe__task_stack).
+ * built on lib/base's take-all stack (base/stack.h).
  */
 #ifndef TPE_NODE_H
 #define TPE_NODE_H
@@ -46,15 +46,14 @@ size_t tpe__node_chunk_nodes_of(const struct tpe__task *t);
 /* A node for a new task, any thread, no lock: NULL when no chunk can be
  * allocated. */
 struct tpe__task *tpe__node_get(struct tpe__node_returns *r);
-/* Gives back the node of a finished task, any thread, no lock. */
+/* Gives back the node of a finished task, any thread, no lock; r NULL:
+ * outside any pool (a forked child's leftovers), its chunk is freed if
+ * nothing else holds it. */
 void tpe__node_put(struct tpe__node_returns *r, struct tpe__task *t);
-/* Gives back n nodes linked first .. last through their next fields,
- * with one atomic operation; any thread, no lock. */
+/* Gives back n nodes linked from first through their next fields, with
+ * one atomic operation per chunk they come from; any thread, no lock. */
 void tpe__node_put_chain(struct tpe__node_returns *r, struct tpe__task *first,
-    struct tpe__task *last, size_t n);
-/* Ends a node outside any pool (a forked child's leftovers): its chunk
- * is freed if nothing else holds it. */
-void tpe__node_drop(struct tpe__task *t);
+    size_t n);
 /* Releases the calling thread's chunks: its next node comes from a return
  * stack or posix_memalign. For white-box tests that count allocations. */
 void tpe__node_cache_flush(void);

@@ -42,7 +42,7 @@ TPE__TLS tpe_t *tpe__tls_hook_pool;                /* task.h */
  * thread only. */
 #define KEPT_MAX 32
 static TPE__TLS struct {
-	struct tpe__task *first, *last;
+	struct tpe__task *first;
 	size_t n;
 } kept;
 
@@ -52,13 +52,13 @@ tpe__task_atfork_child(void)
 	struct tpe__task *t, *next;
 
 	if (tpe__tls_running_node != NULL)
-		tpe__node_drop(tpe__tls_running_node);
+		tpe__node_put(NULL, tpe__tls_running_node);
 	tpe__tls_running_node = NULL;
 	for (t = kept.first; kept.n > 0; t = next, kept.n--) {
 		next = t->next;
-		tpe__node_drop(t);
+		tpe__node_put(NULL, t);
 	}
-	kept.first = kept.last = NULL;
+	kept.first = NULL;
 }
 
 void
@@ -66,8 +66,6 @@ tpe__task_keep(const struct tpe__tasks *ts, struct tpe__task *t)
 {
 	t->next = kept.first;
 	kept.first = t;
-	if (kept.last == NULL)
-		kept.last = t;
 	if (++kept.n >= KEPT_MAX)
 		tpe__task_flush_kept(ts);
 }
@@ -77,8 +75,8 @@ tpe__task_flush_kept(const struct tpe__tasks *ts)
 {
 	if (kept.n == 0)
 		return;
-	tpe__node_put_chain(ts->returns, kept.first, kept.last, kept.n);
-	kept.first = kept.last = NULL;
+	tpe__node_put_chain(ts->returns, kept.first, kept.n);
+	kept.first = NULL;
 	kept.n = 0;
 }
 
@@ -298,7 +296,7 @@ tpe__task_run_keep(const struct tpe__tasks *ts, struct tpe__task *t)
 
 void
 tpe__task_end_chain(const struct tpe__tasks *ts, struct tpe__task *first,
-    struct tpe__task *last, size_t n)
+    size_t n)
 {
-	tpe__node_put_chain(ts->returns, first, last, n);
+	tpe__node_put_chain(ts->returns, first, n);
 }

@@ -90,7 +90,8 @@ void tpe__task_atfork_child(void);
 /*
  * The same, but the node stays the caller's (its contents are spent): a
  * worker that runs a batch ends all its nodes at once afterwards, with
- * tpe__task_end_chain: one atomic operation per batch, not per task.
+ * tpe__task_end_chain: one atomic operation per chunk of nodes
+ * (node_cache.c), not per task.
  */
 bool tpe__task_run_keep(const struct tpe__tasks *ts, struct tpe__task *t);
 /*
@@ -105,9 +106,9 @@ bool tpe__task_run_keep(const struct tpe__tasks *ts, struct tpe__task *t);
 void tpe__task_keep(const struct tpe__tasks *ts, struct tpe__task *t);
 void tpe__task_flush_kept(const struct tpe__tasks *ts);
 
-/* Ends n spent nodes linked first .. last through their next fields. */
+/* Ends n spent nodes linked from first through their next fields. */
 void tpe__task_end_chain(const struct tpe__tasks *ts, struct tpe__task *first,
-    struct tpe__task *last, size_t n);
+    size_t n);
 
 /* Runs an accepted task in the calling thread, without hooks
  * (TPE_REJECT_CALLER_RUNS). Ends the node. */
