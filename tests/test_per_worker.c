@@ -52,6 +52,7 @@ reset_spin(void **state)
 	__atomic_store_n(&tpe__per_worker_steal_hook, NULL, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&tpe__per_worker_sleep_hook, NULL, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&tpe__per_worker_yield_hook, NULL, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&tpe__per_worker_watch_hook, NULL, __ATOMIC_SEQ_CST);
 	return 0;
 }
 
@@ -661,6 +662,128 @@ test_per_worker_rest_stolen_once(void **state)
 }
 
 /*
+ * The last watcher that leaves passes the watch on: tasks pushed behind an
+ * awake worker while a watcher watched woke nobody, so a watcher that
+ * stops watching without them, while a sleeper sleeps deep, must wake that
+ * sleeper to watch, or they wait for the awake worker's task. Built
+ * exactly with three workers: A holds b1 with bW as the rest of its batch
+ * and t on its stack; W, the only watcher, is held in the watch hook (still
+ * counted) while they are pushed; D sleeps deep (it went to sleep before
+ * any worker was awake). W then looks, steals the rest (bW, which blocks
+ * it), and D must wake and steal t while b1 and bW still hold. Before the
+ * fix t waited for b1 (the memory-thread scenario of tpe-bench saw it:
+ * "only 15 of 16 blocking tasks ran at once").
+ *
+ * The latches live outside the test's frame, as in the rest test.
+ */
+static struct {
+	struct tu_latch started[3], release[3], hooked, go;
+	struct tu_blocker b[3]; /* b0 and b1 hold A, bW holds W */
+	int hook_once; /* atomic */
+} pass;
+
+static void
+pass_watch_hook(void)
+{
+	if (__atomic_exchange_n(&pass.hook_once, 1, __ATOMIC_SEQ_CST))
+		return;
+	tu_latch_count_down(&pass.hooked);
+	if (!tu_latch_wait_for(&pass.go, TU_WAIT_BOUND))
+		fprintf(stderr, "pass watch: never let go\n");
+}
+
+/* Fails the test after letting every thread it holds go on. */
+static void
+pass_give_up(tpe_t *p, const char *what, int count)
+{
+	struct tpe_stats st = tu_stats(p);
+	size_t asleep = sleepers(p), watching = tpe__stacks_watchers(p->engine);
+	int i;
+
+	__atomic_store_n(&tpe__per_worker_watch_hook, NULL, __ATOMIC_SEQ_CST);
+	tu_latch_count_down(&pass.go);
+	for (i = 0; i < 3; i++)
+		tu_latch_count_down(&pass.release[i]);
+	fail_msg("%s (sleepers %zu, watchers %zu, queued %zu, active %zu, "
+	    "count %d)", what, asleep, watching, st.queued, st.active, count);
+}
+
+static void
+test_per_worker_last_watcher_passes_watch(void **state)
+{
+	int count = 0, nudged = 0, i;
+	tpe_t *p;
+
+	(void)state;
+	tpe__per_worker_spin_ns = 0;
+	p = pw_pool(3);
+	for (i = 0; i < 3; i++) {
+		tu_latch_init(&pass.started[i], 1);
+		tu_latch_init(&pass.release[i], 1);
+		pass.b[i] = (struct tu_blocker){ &pass.started[i],
+		    &pass.release[i], NULL, 0 };
+	}
+	tu_latch_init(&pass.hooked, 1);
+	tu_latch_init(&pass.go, 1);
+	__atomic_store_n(&pass.hook_once, 0, __ATOMIC_SEQ_CST);
+	/* All three deep: none awake, so none watches. */
+	if (!TU_EVENTUALLY(sleepers(p) == 3 &&
+	    tpe__stacks_watchers(p->engine) == 0, EV_TIMEOUT))
+		pass_give_up(p, "the workers never all slept deep", 0);
+	/* b0 wakes its slot's owner, A. */
+	assert_int_equal(tpe_execute(p, tu_blocker_fn, &pass.b[0]), 0);
+	if (!tu_latch_wait_for(&pass.started[0], TU_WAIT_BOUND))
+		pass_give_up(p, "b0 never started", 0);
+	/* The nudge lands behind A and wakes one deep sleeper, W, which
+	 * steals it and then watches (A is awake); D stays deep. */
+	assert_int_equal(tpe_execute(p, tu_count_fn, &nudged), 0);
+	if (!TU_EVENTUALLY(tu_load(&nudged) == 1 && sleepers(p) == 2 &&
+	    tpe__stacks_watchers(p->engine) == 1, EV_TIMEOUT))
+		pass_give_up(p, "W never watched", 0);
+	/* W's next look holds in the hook, W still counted as watching. */
+	__atomic_store_n(&tpe__per_worker_watch_hook, pass_watch_hook,
+	    __ATOMIC_SEQ_CST);
+	if (!tu_latch_wait_for(&pass.hooked, TU_WAIT_BOUND))
+		pass_give_up(p, "W never looked", 0);
+	/* b1 and bW go behind A (W's and D's slots are marked asleep):
+	 * a watcher counts, so they wake nobody. */
+	assert_int_equal(tpe_execute(p, tu_blocker_fn, &pass.b[1]), 0);
+	assert_int_equal(tpe_execute(p, tu_blocker_fn, &pass.b[2]), 0);
+	/* A takes both and runs b1, with bW as the rest of its batch. */
+	tu_latch_count_down(&pass.release[0]);
+	if (!tu_latch_wait_for(&pass.started[1], TU_WAIT_BOUND))
+		pass_give_up(p, "A never ran b1", 0);
+	/* t goes onto A's stack, and wakes nobody either. */
+	assert_int_equal(tpe_execute(p, tu_count_fn, &count), 0);
+	assert_int_equal(tu_ran(&pass.b[2]), 0);
+	assert_int_equal(tu_load(&count), 0);
+	assert_int_equal(sleepers(p), 2);
+	/* W looks: it steals A's rest, bW, and stops watching. */
+	tu_latch_count_down(&pass.go);
+	if (!tu_latch_wait_for(&pass.started[2], TU_WAIT_BOUND))
+		pass_give_up(p, "W never stole bW", tu_load(&count));
+	/* D must take t while b1 and bW hold A and W. */
+	if (!TU_EVENTUALLY(tu_load(&count) == 1, EV_TIMEOUT))
+		pass_give_up(p, "t stranded behind A, D asleep",
+		    tu_load(&count));
+	__atomic_store_n(&tpe__per_worker_watch_hook, NULL, __ATOMIC_SEQ_CST);
+	for (i = 1; i < 3; i++)
+		tu_latch_count_down(&pass.release[i]);
+	assert_int_equal(tpe_wait_idle(p, EV_TIMEOUT), 0);
+	assert_int_equal(tu_load(&count), 1);
+	for (i = 0; i < 3; i++)
+		assert_int_equal(tu_ran(&pass.b[i]), 1);
+	assert_int_equal(tu_stats(p).completed, 5);
+	assert_int_equal(tpe_destroy(p), 0);
+	for (i = 0; i < 3; i++) {
+		tu_latch_destroy(&pass.started[i]);
+		tu_latch_destroy(&pass.release[i]);
+	}
+	tu_latch_destroy(&pass.hooked);
+	tu_latch_destroy(&pass.go);
+}
+
+/*
  * A watcher's steal that finds nothing after all must leave the thief
  * asleep for tpe_wait_idle: the thief marks itself awake before it takes
  * (Design notes), and when the owner took its tasks first, that mark must
@@ -1073,6 +1196,8 @@ main(void)
 		    reset_spin),
 		cmocka_unit_test_setup(test_per_worker_rest_stolen_once,
 		    reset_spin),
+		cmocka_unit_test_setup(
+		    test_per_worker_last_watcher_passes_watch, reset_spin),
 		cmocka_unit_test_setup(test_per_worker_futures_and_hooks,
 		    reset_spin),
 		cmocka_unit_test_setup(test_per_worker_pause_resume,

@@ -101,10 +101,19 @@
  * batch of more than one task makes the same check after its busy store
  * (the pushes behind the first may have landed while it was not yet
  * awake, and a sleeper may have gone deep then). Either the pusher (or
- * the worker) wakes a watcher or the sleeper watches. So a task pushed
- * behind a worker stuck in a long task (or into the batch it holds back)
- * never waits for that task with idle workers asleep; and a lone task to
- * an idle pool wakes one worker only.
+ * the worker) wakes a watcher or the sleeper watches. The worker's check
+ * comes after it has published the rest of its batch (run_batch), so that
+ * a watcher that leaves meanwhile sees that rest (below). A watcher that
+ * stops watching (woken by a push or a waker, or leaving with a stolen
+ * stack) and was the last one, while sleepers sleep deep, looks for tasks
+ * waiting behind an awake worker and, if it finds any, wakes a sleeper to
+ * watch (pass_watch): the pushes behind that worker found it watching and
+ * woke nobody. Dekker pair again, seq_cst both sides: the watcher
+ * decrements `watchers`, then loads the heads and rests; the pusher (or
+ * the worker) pushes (or publishes its rest), then loads `watchers`. So a
+ * task pushed behind a worker stuck in a long task (or into the batch it
+ * holds back) never waits for that task with idle workers asleep; and a
+ * lone task to an idle pool wakes one worker only.
  *
  * Steal rule: an idle worker (spinning, or a watcher's look every
  * WATCH_NS) takes from another awake worker first the rest of the batch
@@ -204,6 +213,7 @@ int64_t tpe__per_worker_spin_ns = 50000;
 void (*tpe__per_worker_steal_hook)(void);
 void (*tpe__per_worker_sleep_hook)(void);
 void (*tpe__per_worker_yield_hook)(void);
+void (*tpe__per_worker_watch_hook)(void);
 /* Back-pressure (Design notes; the values are in stacks.h for the tests). */
 #define BACKLOG_EVERY TPE__PW_BACKLOG_EVERY
 #define BACKLOG_MAX TPE__PW_BACKLOG_MAX
@@ -386,6 +396,36 @@ ensure_watcher(struct pw_queue *pq, const struct slot *s)
 	if (pq->n > 1 && __atomic_load_n(&pq->deep, __ATOMIC_SEQ_CST) > 0 &&
 	    __atomic_load_n(&pq->watchers, __ATOMIC_SEQ_CST) == 0)
 		wake_one(pq, s);
+}
+
+/*
+ * Watcher `me` stops watching (woken, or with a stolen stack): when it was
+ * the last watcher and sleepers sleep deep, tasks waiting behind an awake
+ * worker other than `me` (on its stack or in the rest of its batch) were
+ * pushed while it watched, so no push woke anyone for them: wakes a
+ * sleeper to watch in its place (Design notes). seq_cst loads, after the
+ * caller's decrement of `watchers`: the Dekker pair of a push's (or a
+ * batch's) ensure_watcher.
+ */
+static void
+pass_watch(struct pw_queue *pq, const struct slot *me)
+{
+	size_t i;
+
+	if (pq->n <= 2 || __atomic_load_n(&pq->watchers, __ATOMIC_SEQ_CST) > 0 ||
+	    __atomic_load_n(&pq->deep, __ATOMIC_SEQ_CST) == 0)
+		return;
+	for (i = 0; i < pq->n; i++) {
+		const struct slot *s = &pq->slots[i];
+
+		if (s != me &&
+		    __atomic_load_n(&s->busy, __ATOMIC_SEQ_CST) &&
+		    (is_task(__atomic_load_n(&s->head, __ATOMIC_SEQ_CST)) ||
+		    __atomic_load_n(&s->rest, __ATOMIC_SEQ_CST) != NULL)) {
+			wake_one(pq, me);
+			return;
+		}
+	}
 }
 
 /*
@@ -721,11 +761,10 @@ run_batch(struct pw_queue *pq, struct slot *me, struct tpe__task *todo,
 	struct tpe__metrics_worker *mw = tpe__metrics_tls_worker;
 	int64_t start = 0, accepted = 0;
 	size_t n = 0;
-
 	/* Tasks wait behind the first: pushed, maybe, before this worker
 	 * was awake, when no push could see it awake (Design notes). */
-	if (todo->next != NULL)
-		ensure_watcher(pq, me);
+	bool check = todo->next != NULL;
+
 	while ((t = todo) != NULL) {
 		/* Between tasks: pause waits, shutdown-now hands back. */
 		if (__atomic_load_n(&pq->paused, __ATOMIC_RELAXED))
@@ -739,8 +778,15 @@ run_batch(struct pw_queue *pq, struct slot *me, struct tpe__task *todo,
 		/* The rest, published while t runs, so that a long t does
 		 * not hold it back from idle workers (steal). Release pairs
 		 * with the thief's exchange. */
-		if (todo != NULL)
+		if (todo != NULL && !check) {
 			__atomic_store_n(&me->rest, todo, __ATOMIC_RELEASE);
+		} else if (todo != NULL) {
+			/* The first rest of a batch: seq_cst, before the
+			 * check, the Dekker pair of pass_watch. */
+			__atomic_store_n(&me->rest, todo, __ATOMIC_SEQ_CST);
+			ensure_watcher(pq, me);
+			check = false;
+		}
 		count(&me->started);
 		if (mw != NULL)
 			start = tpe__metrics_task_start(mw,
@@ -871,17 +917,23 @@ sleep_until_work(struct pw_queue *pq, struct slot *me, unsigned gen)
 			__atomic_add_fetch(&pq->watchers, 1, __ATOMIC_SEQ_CST);
 		woken = wait_for_change(pq, me, gen, true,
 		    deep ? -1 : tpe__now_ns() + WATCH_NS);
+		if (!woken)
+			test_hook(&tpe__per_worker_watch_hook);
 		__atomic_sub_fetch(deep ? &pq->deep : &pq->watchers, 1,
 		    __ATOMIC_SEQ_CST);
 		if (woken) {
 			TPE__METRICS_WORKER_ADD(tpe__metrics_tls_worker, wakeups, 1);
+			if (!deep)
+				pass_watch(pq, me);
 			break;
 		}
 		/* A watcher's look: tasks waiting behind an awake worker
 		 * (stuck in a long task, or behind). The marker stays: a
 		 * push onto this stack still wakes it. */
-		if (pq->n > 1 && (h = steal(pq, me)) != NULL)
+		if (pq->n > 1 && (h = steal(pq, me)) != NULL) {
+			pass_watch(pq, me);
 			break;
+		}
 		/* A steal that marked this worker awake and then found the
 		 * tasks gone (their owner took them first) leaves it awake:
 		 * asleep again, or tpe_wait_idle would wait for it forever
@@ -1045,6 +1097,13 @@ tpe__stacks_sleepers(const struct tpe__engine *q)
 		    SLEEP)
 			marked++;
 	return counted < marked ? counted : marked;
+}
+
+/* Workers counted as watchers (stacks.h). */
+size_t
+tpe__stacks_watchers(const struct tpe__engine *q)
+{
+	return __atomic_load_n(&pw_of_const(q)->watchers, __ATOMIC_SEQ_CST);
 }
 
 static int

@@ -38,5 +38,12 @@ extern void (*tpe__per_worker_sleep_hook)(void);
 /* Called (when set) by a submitter just before it yields the CPU because
  * its slot's worker is far behind (the back-pressure of stacks.c). */
 extern void (*tpe__per_worker_yield_hook)(void);
+/* Called (when set) by a watcher whose look is due (its timed sleep ran
+ * out), while it still counts as a watcher, so that a test can push tasks
+ * behind an awake worker that wake nobody, before the watcher looks. */
+extern void (*tpe__per_worker_watch_hook)(void);
+/* How many of the engine's workers sleep as watchers (counted; for the
+ * white-box tests). */
+size_t tpe__stacks_watchers(const struct tpe__engine *e);
 
 #endif /* TPE_ENGINE_STACKS_H */
