@@ -53,6 +53,7 @@ reset_spin(void **state)
 	__atomic_store_n(&tpe__per_worker_sleep_hook, NULL, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&tpe__per_worker_yield_hook, NULL, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&tpe__per_worker_watch_hook, NULL, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&tpe__per_worker_batch_hook, NULL, __ATOMIC_SEQ_CST);
 	return 0;
 }
 
@@ -666,20 +667,25 @@ test_per_worker_rest_stolen_once(void **state)
  * awake worker while a watcher watched woke nobody, so a watcher that
  * stops watching without them, while a sleeper sleeps deep, must wake that
  * sleeper to watch, or they wait for the awake worker's task. Built
- * exactly with three workers: A holds b1 with bW as the rest of its batch
- * and t on its stack; W, the only watcher, is held in the watch hook (still
- * counted) while they are pushed; D sleeps deep (it went to sleep before
- * any worker was awake). W then looks, steals the rest (bW, which blocks
- * it), and D must wake and steal t while b1 and bW still hold. Before the
- * fix t waited for b1 (the memory-thread scenario of tpe-bench saw it:
- * "only 15 of 16 blocking tasks ran at once").
+ * exactly with three workers (pass_setup): A runs b0; W, the only
+ * watcher, is held in the watch hook (still counted) while tasks are
+ * pushed behind A; D sleeps deep (it went to sleep before any worker was
+ * awake), so pushes pass over its slot and W's for A's, and wake nobody.
+ * W then looks, steals a task that blocks it, and stops watching: D must
+ * wake and take what still waits behind A while A and W are held. Before
+ * the fix that task waited for A's (the memory-thread scenario of
+ * tpe-bench saw it: "only 15 of 16 blocking tasks ran at once").
  *
  * The latches live outside the test's frame, as in the rest test.
  */
+enum { B0, B1, BW, BX, NBLOCK }; /* b0 and b1 hold A, bW or bX holds W */
+
 static struct {
-	struct tu_latch started[3], release[3], hooked, go;
-	struct tu_blocker b[3]; /* b0 and b1 hold A, bW holds W */
-	int hook_once; /* atomic */
+	struct tu_latch started[NBLOCK], release[NBLOCK];
+	struct tu_latch hooked, go;             /* W, in the watch hook */
+	struct tu_latch batch_hooked, batch_go; /* A, in the batch hook */
+	struct tu_blocker b[NBLOCK];
+	int hook_once, batch_once; /* atomic */
 } pass;
 
 static void
@@ -692,6 +698,16 @@ pass_watch_hook(void)
 		fprintf(stderr, "pass watch: never let go\n");
 }
 
+static void
+pass_batch_hook(void)
+{
+	if (__atomic_exchange_n(&pass.batch_once, 1, __ATOMIC_SEQ_CST))
+		return;
+	tu_latch_count_down(&pass.batch_hooked);
+	if (!tu_latch_wait_for(&pass.batch_go, TU_WAIT_BOUND))
+		fprintf(stderr, "pass batch: never let go\n");
+}
+
 /* Fails the test after letting every thread it holds go on. */
 static void
 pass_give_up(tpe_t *p, const char *what, int count)
@@ -701,23 +717,26 @@ pass_give_up(tpe_t *p, const char *what, int count)
 	int i;
 
 	__atomic_store_n(&tpe__per_worker_watch_hook, NULL, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&tpe__per_worker_batch_hook, NULL, __ATOMIC_SEQ_CST);
 	tu_latch_count_down(&pass.go);
-	for (i = 0; i < 3; i++)
+	tu_latch_count_down(&pass.batch_go);
+	for (i = 0; i < NBLOCK; i++)
 		tu_latch_count_down(&pass.release[i]);
 	fail_msg("%s (sleepers %zu, watchers %zu, queued %zu, active %zu, "
 	    "count %d)", what, asleep, watching, st.queued, st.active, count);
 }
 
-static void
-test_per_worker_last_watcher_passes_watch(void **state)
+/* The state both cases start from: A runs b0, W is held in its look
+ * (counted as the only watcher), D sleeps deep. */
+static tpe_t *
+pass_setup(void)
 {
-	int count = 0, nudged = 0, i;
+	int nudged = 0, i;
 	tpe_t *p;
 
-	(void)state;
 	tpe__per_worker_spin_ns = 0;
 	p = pw_pool(3);
-	for (i = 0; i < 3; i++) {
+	for (i = 0; i < NBLOCK; i++) {
 		tu_latch_init(&pass.started[i], 1);
 		tu_latch_init(&pass.release[i], 1);
 		pass.b[i] = (struct tu_blocker){ &pass.started[i],
@@ -725,14 +744,17 @@ test_per_worker_last_watcher_passes_watch(void **state)
 	}
 	tu_latch_init(&pass.hooked, 1);
 	tu_latch_init(&pass.go, 1);
+	tu_latch_init(&pass.batch_hooked, 1);
+	tu_latch_init(&pass.batch_go, 1);
 	__atomic_store_n(&pass.hook_once, 0, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&pass.batch_once, 0, __ATOMIC_SEQ_CST);
 	/* All three deep: none awake, so none watches. */
 	if (!TU_EVENTUALLY(sleepers(p) == 3 &&
 	    tpe__stacks_watchers(p->engine) == 0, EV_TIMEOUT))
 		pass_give_up(p, "the workers never all slept deep", 0);
 	/* b0 wakes its slot's owner, A. */
-	assert_int_equal(tpe_execute(p, tu_blocker_fn, &pass.b[0]), 0);
-	if (!tu_latch_wait_for(&pass.started[0], TU_WAIT_BOUND))
+	assert_int_equal(tpe_execute(p, tu_blocker_fn, &pass.b[B0]), 0);
+	if (!tu_latch_wait_for(&pass.started[B0], TU_WAIT_BOUND))
 		pass_give_up(p, "b0 never started", 0);
 	/* The nudge lands behind A and wakes one deep sleeper, W, which
 	 * steals it and then watches (A is awake); D stays deep. */
@@ -745,42 +767,110 @@ test_per_worker_last_watcher_passes_watch(void **state)
 	    __ATOMIC_SEQ_CST);
 	if (!tu_latch_wait_for(&pass.hooked, TU_WAIT_BOUND))
 		pass_give_up(p, "W never looked", 0);
-	/* b1 and bW go behind A (W's and D's slots are marked asleep):
-	 * a watcher counts, so they wake nobody. */
-	assert_int_equal(tpe_execute(p, tu_blocker_fn, &pass.b[1]), 0);
-	assert_int_equal(tpe_execute(p, tu_blocker_fn, &pass.b[2]), 0);
-	/* A takes both and runs b1, with bW as the rest of its batch. */
-	tu_latch_count_down(&pass.release[0]);
-	if (!tu_latch_wait_for(&pass.started[1], TU_WAIT_BOUND))
-		pass_give_up(p, "A never ran b1", 0);
-	/* t goes onto A's stack, and wakes nobody either. */
-	assert_int_equal(tpe_execute(p, tu_count_fn, &count), 0);
-	assert_int_equal(tu_ran(&pass.b[2]), 0);
-	assert_int_equal(tu_load(&count), 0);
-	assert_int_equal(sleepers(p), 2);
-	/* W looks: it steals A's rest, bW, and stops watching. */
-	tu_latch_count_down(&pass.go);
-	if (!tu_latch_wait_for(&pass.started[2], TU_WAIT_BOUND))
-		pass_give_up(p, "W never stole bW", tu_load(&count));
-	/* D must take t while b1 and bW hold A and W. */
-	if (!TU_EVENTUALLY(tu_load(&count) == 1, EV_TIMEOUT))
-		pass_give_up(p, "t stranded behind A, D asleep",
-		    tu_load(&count));
+	return p;
+}
+
+/* Lets every blocker go and checks that each task ran once. */
+static void
+pass_finish(tpe_t *p, int count, int count_want, size_t completed)
+{
+	int i;
+
 	__atomic_store_n(&tpe__per_worker_watch_hook, NULL, __ATOMIC_SEQ_CST);
-	for (i = 1; i < 3; i++)
+	__atomic_store_n(&tpe__per_worker_batch_hook, NULL, __ATOMIC_SEQ_CST);
+	for (i = 0; i < NBLOCK; i++)
 		tu_latch_count_down(&pass.release[i]);
 	assert_int_equal(tpe_wait_idle(p, EV_TIMEOUT), 0);
-	assert_int_equal(tu_load(&count), 1);
-	for (i = 0; i < 3; i++)
-		assert_int_equal(tu_ran(&pass.b[i]), 1);
-	assert_int_equal(tu_stats(p).completed, 5);
+	assert_int_equal(count, count_want);
+	for (i = 0; i < NBLOCK; i++)
+		assert_in_range(tu_ran(&pass.b[i]), 0, 1);
+	assert_int_equal(tu_stats(p).completed, completed);
 	assert_int_equal(tpe_destroy(p), 0);
-	for (i = 0; i < 3; i++) {
+	for (i = 0; i < NBLOCK; i++) {
 		tu_latch_destroy(&pass.started[i]);
 		tu_latch_destroy(&pass.release[i]);
 	}
 	tu_latch_destroy(&pass.hooked);
 	tu_latch_destroy(&pass.go);
+	tu_latch_destroy(&pass.batch_hooked);
+	tu_latch_destroy(&pass.batch_go);
+}
+
+/*
+ * A runs b1 with bW as the rest of its batch and t on its stack; W steals
+ * the rest (bW) and D must take t.
+ */
+static void
+test_per_worker_last_watcher_passes_watch(void **state)
+{
+	int count = 0;
+	tpe_t *p;
+
+	(void)state;
+	p = pass_setup();
+	/* b1 and bW go behind A: a watcher counts, so they wake nobody. */
+	assert_int_equal(tpe_execute(p, tu_blocker_fn, &pass.b[B1]), 0);
+	assert_int_equal(tpe_execute(p, tu_blocker_fn, &pass.b[BW]), 0);
+	/* A takes both and runs b1, with bW as the rest of its batch. */
+	tu_latch_count_down(&pass.release[B0]);
+	if (!tu_latch_wait_for(&pass.started[B1], TU_WAIT_BOUND))
+		pass_give_up(p, "A never ran b1", 0);
+	/* t goes onto A's stack, and wakes nobody either. */
+	assert_int_equal(tpe_execute(p, tu_count_fn, &count), 0);
+	assert_int_equal(tu_ran(&pass.b[BW]), 0);
+	assert_int_equal(tu_load(&count), 0);
+	assert_int_equal(sleepers(p), 2);
+	/* W looks: it steals A's rest, bW, and stops watching. */
+	tu_latch_count_down(&pass.go);
+	if (!tu_latch_wait_for(&pass.started[BW], TU_WAIT_BOUND))
+		pass_give_up(p, "W never stole bW", tu_load(&count));
+	/* D must take t while b1 and bW hold A and W. */
+	if (!TU_EVENTUALLY(tu_load(&count) == 1, EV_TIMEOUT))
+		pass_give_up(p, "t stranded behind A, D asleep",
+		    tu_load(&count));
+	pass_finish(p, tu_load(&count), 1, 5);
+	assert_int_equal(tu_ran(&pass.b[BW]), 1);
+}
+
+/*
+ * A batch publishes its rest before it looks for a watcher: A has taken
+ * b1 and bW and is held (the batch hook) before it runs b1; bX goes onto
+ * A's stack; W steals bX, which blocks it, and stops watching while A's
+ * rest is not published yet, so it finds nothing behind A to pass the
+ * watch on for. A then publishes bW and must see that nobody watches and
+ * wake D. Before the fix A looked for a watcher when it took the batch,
+ * found W, and bW waited for b1.
+ */
+static void
+test_per_worker_batch_rest_published_before_check(void **state)
+{
+	tpe_t *p;
+
+	(void)state;
+	p = pass_setup();
+	__atomic_store_n(&tpe__per_worker_batch_hook, pass_batch_hook,
+	    __ATOMIC_SEQ_CST);
+	assert_int_equal(tpe_execute(p, tu_blocker_fn, &pass.b[B1]), 0);
+	assert_int_equal(tpe_execute(p, tu_blocker_fn, &pass.b[BW]), 0);
+	/* A takes b1 and bW and holds before it runs b1. */
+	tu_latch_count_down(&pass.release[B0]);
+	if (!tu_latch_wait_for(&pass.batch_hooked, TU_WAIT_BOUND))
+		pass_give_up(p, "A never took b1 and bW", 0);
+	/* bX goes onto A's stack, and wakes nobody. */
+	assert_int_equal(tpe_execute(p, tu_blocker_fn, &pass.b[BX]), 0);
+	/* W looks: A's rest is not out yet, so it steals A's stack, bX. */
+	tu_latch_count_down(&pass.go);
+	if (!tu_latch_wait_for(&pass.started[BX], TU_WAIT_BOUND))
+		pass_give_up(p, "W never stole bX", 0);
+	assert_int_equal(sleepers(p), 1);
+	/* A publishes bW, runs b1; D must take bW. */
+	tu_latch_count_down(&pass.batch_go);
+	if (!tu_latch_wait_for(&pass.started[B1], TU_WAIT_BOUND))
+		pass_give_up(p, "A never ran b1", 0);
+	if (!tu_latch_wait_for(&pass.started[BW], EV_TIMEOUT))
+		pass_give_up(p, "bW stranded behind A, D asleep", 0);
+	pass_finish(p, 0, 0, 5);
+	assert_int_equal(tu_ran(&pass.b[BX]), 1);
 }
 
 /*
@@ -1198,6 +1288,9 @@ main(void)
 		    reset_spin),
 		cmocka_unit_test_setup(
 		    test_per_worker_last_watcher_passes_watch, reset_spin),
+		cmocka_unit_test_setup(
+		    test_per_worker_batch_rest_published_before_check,
+		    reset_spin),
 		cmocka_unit_test_setup(test_per_worker_futures_and_hooks,
 		    reset_spin),
 		cmocka_unit_test_setup(test_per_worker_pause_resume,

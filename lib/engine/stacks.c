@@ -214,6 +214,7 @@ void (*tpe__per_worker_steal_hook)(void);
 void (*tpe__per_worker_sleep_hook)(void);
 void (*tpe__per_worker_yield_hook)(void);
 void (*tpe__per_worker_watch_hook)(void);
+void (*tpe__per_worker_batch_hook)(void);
 /* Back-pressure (Design notes; the values are in stacks.h for the tests). */
 #define BACKLOG_EVERY TPE__PW_BACKLOG_EVERY
 #define BACKLOG_MAX TPE__PW_BACKLOG_MAX
@@ -765,6 +766,8 @@ run_batch(struct pw_queue *pq, struct slot *me, struct tpe__task *todo,
 	 * was awake, when no push could see it awake (Design notes). */
 	bool check = todo->next != NULL;
 
+	if (check)
+		test_hook(&tpe__per_worker_batch_hook);
 	while ((t = todo) != NULL) {
 		/* Between tasks: pause waits, shutdown-now hands back. */
 		if (__atomic_load_n(&pq->paused, __ATOMIC_RELAXED))

@@ -42,6 +42,9 @@ extern void (*tpe__per_worker_yield_hook)(void);
  * out), while it still counts as a watcher, so that a test can push tasks
  * behind an awake worker that wake nobody, before the watcher looks. */
 extern void (*tpe__per_worker_watch_hook)(void);
+/* Called (when set) by a worker that took a batch of more than one task,
+ * before it publishes the rest of it and runs the first. */
+extern void (*tpe__per_worker_batch_hook)(void);
 /* How many of the engine's workers sleep as watchers (counted; for the
  * white-box tests). */
 size_t tpe__stacks_watchers(const struct tpe__engine *e);
