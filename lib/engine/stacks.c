@@ -413,7 +413,8 @@ pass_watch(struct pw_queue *pq, const struct slot *me)
 {
 	size_t i;
 
-	if (pq->n <= 2 || __atomic_load_n(&pq->watchers, __ATOMIC_SEQ_CST) > 0 ||
+	if (pq->n <= 2 ||
+	    __atomic_load_n(&pq->watchers, __ATOMIC_SEQ_CST) > 0 ||
 	    __atomic_load_n(&pq->deep, __ATOMIC_SEQ_CST) == 0)
 		return;
 	for (i = 0; i < pq->n; i++) {
