@@ -400,23 +400,19 @@ ensure_watcher(struct pw_queue *pq, const struct slot *s)
 }
 
 /*
- * Watcher `me` stops watching (woken, or with a stolen stack): when it was
- * the last watcher and sleepers sleep deep, tasks waiting behind an awake
- * worker other than `me` (on its stack or in the rest of its batch) were
- * pushed while it watched, so no push woke anyone for them: wakes a
- * sleeper to watch in its place (Design notes). seq_cst loads, after the
- * caller's decrement of `watchers`: the Dekker pair of a push's (or a
- * batch's) ensure_watcher.
+ * Watcher `me` stops watching (woken, or with a stolen stack): tasks
+ * waiting behind an awake worker other than `me` (on its stack or in the
+ * rest of its batch) may have been pushed while it watched, so no push
+ * woke anyone for them; ensure_watcher then wakes a deep sleeper to watch
+ * in its place if `me` was the last watcher (Design notes). seq_cst loads,
+ * after the caller's decrement of `watchers`: the Dekker pair of a push's
+ * (or a batch's) ensure_watcher.
  */
 static void
 pass_watch(struct pw_queue *pq, const struct slot *me)
 {
 	size_t i;
 
-	if (pq->n <= 2 ||
-	    __atomic_load_n(&pq->watchers, __ATOMIC_SEQ_CST) > 0 ||
-	    __atomic_load_n(&pq->deep, __ATOMIC_SEQ_CST) == 0)
-		return;
 	for (i = 0; i < pq->n; i++) {
 		const struct slot *s = &pq->slots[i];
 
@@ -424,7 +420,7 @@ pass_watch(struct pw_queue *pq, const struct slot *me)
 		    __atomic_load_n(&s->busy, __ATOMIC_SEQ_CST) &&
 		    (is_task(__atomic_load_n(&s->head, __ATOMIC_SEQ_CST)) ||
 		    __atomic_load_n(&s->rest, __ATOMIC_SEQ_CST) != NULL)) {
-			wake_one(pq, me);
+			ensure_watcher(pq, me);
 			return;
 		}
 	}
@@ -782,14 +778,14 @@ run_batch(struct pw_queue *pq, struct slot *me, struct tpe__task *todo,
 		/* The rest, published while t runs, so that a long t does
 		 * not hold it back from idle workers (steal). Release pairs
 		 * with the thief's exchange. */
-		if (todo != NULL && !check) {
-			__atomic_store_n(&me->rest, todo, __ATOMIC_RELEASE);
-		} else if (todo != NULL) {
+		if (todo != NULL && check) {
 			/* The first rest of a batch: seq_cst, before the
 			 * check, the Dekker pair of pass_watch. */
 			__atomic_store_n(&me->rest, todo, __ATOMIC_SEQ_CST);
 			ensure_watcher(pq, me);
 			check = false;
+		} else if (todo != NULL) {
+			__atomic_store_n(&me->rest, todo, __ATOMIC_RELEASE);
 		}
 		count(&me->started);
 		if (mw != NULL)
@@ -895,6 +891,7 @@ static struct tpe__task *
 sleep_until_work(struct pw_queue *pq, struct slot *me, unsigned gen)
 {
 	struct tpe__task *expect = NULL, *h = NULL;
+	bool deep = false;
 
 	test_hook(&tpe__per_worker_sleep_hook);
 	/* seq_cst: the owner's side of the sleep protocol. A push may have
@@ -906,7 +903,9 @@ sleep_until_work(struct pw_queue *pq, struct slot *me, unsigned gen)
 	TPE__METRICS_WORKER_ADD(tpe__metrics_tls_worker, idle_waits, 1);
 	set_asleep(pq, me);
 	for (;;) {
-		bool deep = false, woken;
+		bool woken;
+
+		deep = false;
 
 		if (!other_awake(pq, me)) {
 			/* Counted, then a second look (seq_cst both): the
@@ -927,23 +926,22 @@ sleep_until_work(struct pw_queue *pq, struct slot *me, unsigned gen)
 		    __ATOMIC_SEQ_CST);
 		if (woken) {
 			TPE__METRICS_WORKER_ADD(tpe__metrics_tls_worker, wakeups, 1);
-			if (!deep)
-				pass_watch(pq, me);
 			break;
 		}
 		/* A watcher's look: tasks waiting behind an awake worker
 		 * (stuck in a long task, or behind). The marker stays: a
 		 * push onto this stack still wakes it. */
-		if (pq->n > 1 && (h = steal(pq, me)) != NULL) {
-			pass_watch(pq, me);
+		if (pq->n > 1 && (h = steal(pq, me)) != NULL)
 			break;
-		}
 		/* A steal that marked this worker awake and then found the
 		 * tasks gone (their owner took them first) leaves it awake:
 		 * asleep again, or tpe_wait_idle would wait for it forever
 		 * and other workers would watch it instead of sleeping. */
 		set_asleep(pq, me);
 	}
+	/* It stopped watching (a deep sleeper was no watcher). */
+	if (!deep)
+		pass_watch(pq, me);
 	/* Awake first, then take the marker back if no push replaced it. */
 	set_awake(me);
 	expect = SLEEP;

@@ -45,9 +45,9 @@
  * take-all stack), or frees it when that stack holds its bound already, or
  * when there is no pool (thread exit, a forked child's leftovers). The
  * decrement is acq_rel: every thread's last use of its nodes
- * happens-before the recycling; the stack's push and take are seq_cst, so
- * the recycler's view happens-before the reuse. Chunks leave the stack only all at once
- * (the exchange): no single pop, no ABA problem.
+ * happens-before the recycling; the stack's push and take are seq_cst,
+ * so the recycler's view happens-before the reuse. Chunks leave the stack
+ * only all at once (the exchange): no single pop, no ABA problem.
  *
  * Ending a batch (tpe__node_put_chain) walks its nodes (just run, in
  * cache) and subtracts per run of nodes of the same chunk, through a few
