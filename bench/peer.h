@@ -86,6 +86,10 @@ struct peer {
 	 * in that scenario, and that scenario only has such peers. */
 	int (*create_blocking)(void **pool, int cpus);
 	void (*block)(int ms);
+	/* Takes part in the tiny scenarios only (create is then set too):
+	 * a peer whose submit runs the task in the calling thread, where a
+	 * task that blocks or sleeps would hold the submitter. */
+	bool tiny_only;
 };
 
 /* The spare threads of the managed blocking peer, and the threads the
@@ -107,6 +111,7 @@ extern const struct peer tpe_bench_peer_thpool;
 extern const struct peer tpe_bench_peer_uv;
 extern const struct peer tpe_bench_peer_ref;
 extern const struct peer tpe_bench_peer_threads;
+extern const struct peer tpe_bench_peer_inline;
 extern const struct peer tpe_bench_peer_strategy_adaptive;
 extern const struct peer tpe_bench_peer_strategy_pc;
 extern const struct peer tpe_bench_peer_strategy_pec;

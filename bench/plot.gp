@@ -7,6 +7,8 @@
 # The CSV is in long form (scenario,peer,metric,unit,median,min,max,...);
 # awk turns each panel's rows into one line per peer, in the CSV's order,
 # with NaN where a peer has no figure (skipped, failed, or not measured).
+# The `inline` row (no pool: the machine's own loop, for its spread) is
+# left out: at 10x the fastest pool it would flatten every bar.
 
 if (!exists("csv")) csv = "bench/results.csv"
 if (!exists("png")) png = "bench/results.png"
@@ -14,7 +16,7 @@ if (!exists("png")) png = "bench/results.png"
 # One line per peer: "peer med min max [med min max]" for metric m of
 # scenario s1 (and of s2 in a second column group, metric m2).
 rows(s1, m1, s2, m2) = sprintf("< awk -F, -v s1='%s' -v m1='%s' -v s2='%s' -v m2='%s' '\
-NR > 1 && (($1 == s1 && $3 == m1) || ($1 == s2 && $3 == m2)) {\
+NR > 1 && $2 != \"inline\" && (($1 == s1 && $3 == m1) || ($1 == s2 && $3 == m2)) {\
   if (!($2 in seen)) { seen[$2] = 1; order[n++] = $2 }\
   k = ($1 == s1 && $3 == m1) ? 1 : 2; v[$2, k] = $5 \" \" $6 \" \" $7 }\
 END { for (i = 0; i < n; i++) { p = order[i];\

@@ -1165,6 +1165,7 @@ static struct peer_entry peers[] = {
 #endif
 	{ "ref", &tpe_bench_peer_ref, NULL, NULL, NULL },
 	{ "threads", &tpe_bench_peer_threads, NULL, NULL, NULL },
+	{ "inline", &tpe_bench_peer_inline, NULL, NULL, NULL },
 	{ "java-tpe", NULL, "tpe",
 	    "java.util.concurrent.ThreadPoolExecutor(n, n, LinkedBlockingQueue)",
 	    NULL },
@@ -1804,6 +1805,9 @@ spread(const char *sc, const char *peer)
  * ThreadPoolExecutor and 3x the hand-rolled pool on tiny-1. Handoff:
  * adaptive within 0.9x of the best forced mode. Idle latency: p99 at most
  * the hand-rolled pool's. No regression of the heap per idle thread.
+ * Beside the spread targets, without a target, the spreads of the inline
+ * loop and of the reference in the same rounds: what the machine itself
+ * varies from run to run.
  */
 static void
 speed_targets(void)
@@ -1831,6 +1835,21 @@ speed_targets(void)
 	    spread("tiny-1", "libtpe-pw"), false, 1.5, "x");
 	target("pw tiny-2 spread (max/min run) <= 1.5",
 	    spread("tiny-2", "libtpe-pw"), false, 1.5, "x");
+	/* The machine's own spread in the same rounds: a loop with no pool
+	 * and nothing shared (peer_inline.c), and the reference. */
+	for (i = 0; i < 2; i++) {
+		const char *sc = i == 0 ? "tiny-1" : "tiny-2";
+
+		if (spread(sc, "inline") >= 0)
+			out("  %-44s %.2fx  (no target: the machine)\n",
+			    i == 0 ? "inline tiny-1 spread (no pool)" :
+			    "inline tiny-2 spread (no pool)",
+			    spread(sc, "inline"));
+		if (spread(sc, "ref") >= 0)
+			out("  %-44s %.2fx  (no target)\n", i == 0 ?
+			    "ref tiny-1 spread" : "ref tiny-2 spread",
+			    spread(sc, "ref"));
+	}
 	target("default tiny-1 tasks/s >= 1.5x java-tpe", ratio("tiny-1",
 	    "java-tpe", 1), true, 1.5, "x");
 	target("default tiny-1 tasks/s >= 3x hand-rolled", ratio("tiny-1",
@@ -1889,6 +1908,8 @@ runnable(const struct scenario *sc, const struct peer_entry *pe,
 		return false;
 	if (pe->java != NULL)
 		return sc->java != NULL;
+	if (pe->c->tiny_only)
+		return strcmp(sc->group, "tiny") == 0;
 	if (sc->blocking || pe->c->create_blocking != NULL)
 		return sc->blocking && pe->c->create_blocking != NULL;
 	if (sc->producer)
