@@ -83,6 +83,7 @@
 struct params {
 	int runs;              /* measured runs per (scenario, peer) */
 	bool quick;            /* --quick: counts / 100, 3 runs */
+	bool each;             /* --each: every run's first figure too */
 	long tiny_tasks;       /* tasks per tiny run */
 	int tiny_cap_s;        /* a tiny run stops submitting after this */
 	long lat_samples;      /* samples per latency run */
@@ -1900,6 +1901,19 @@ print_targets(void)
 /* Does peer pe take part in scenario sc? */
 static bool listed(const char *list, const char *name, const char *group);
 
+/* --each: the first figure of each of a row's n runs, in run order
+ * (run r of every peer comes before run r + 1 of any: rows line up). */
+static void
+print_each(const struct run_out *o, int n)
+{
+	int k;
+
+	out("%-12s", "  runs:");
+	for (k = 0; k < n; k++)
+		out(" %.4g", o[k].v[0]);
+	out("\n");
+}
+
 static bool
 runnable(const struct scenario *sc, const struct peer_entry *pe,
     const char *only_peer)
@@ -1954,7 +1968,9 @@ usage(FILE *f)
 	    "  --table FILE        write the table to FILE as well\n"
 	    "  --java PATH         the java launcher (default: from configure)\n"
 	    "  --java-classdir D   where TpeBench.class is\n"
-	    "  --no-java           skip the Java peers\n");
+	    "  --no-java           skip the Java peers\n"
+	    "  --each              under each row, every run's first figure,\n"
+	    "                      in the order the runs were made\n");
 }
 
 static bool
@@ -2067,6 +2083,8 @@ main(int argc, char **argv)
 			P.quick = true;
 		} else if (strcmp(a, "--no-java") == 0) {
 			no_java = true;
+		} else if (strcmp(a, "--each") == 0) {
+			P.each = true;
 		} else if (strcmp(a, "--scenario") == 0 && v != NULL) {
 			only_sc = append_list(only_sc, v);
 			i++;
@@ -2247,6 +2265,8 @@ main(int argc, char **argv)
 				continue;
 			}
 			print_row(sc, pe->name, s, base);
+			if (P.each)
+				print_each(outs[pi], got_runs[pi]);
 			csv_rows(csv, sc, pe->name, s, base);
 		}
 	}
