@@ -1537,6 +1537,19 @@ print_row(const struct scenario *sc, const char *name,
 	out("\n");
 }
 
+/* --each: the first figure of each of a row's n runs, in run order
+ * (run r of every peer comes before run r + 1 of any: rows line up). */
+static void
+print_each(const struct run_out *o, int n)
+{
+	int k;
+
+	out("%-12s", "  runs:");
+	for (k = 0; k < n; k++)
+		out(" %.4g", o[k].v[0]);
+	out("\n");
+}
+
 static void
 csv_rows(FILE *f, const struct scenario *sc, const char *peer,
     const struct summary *s, const struct summary *base)
@@ -1806,6 +1819,20 @@ spread(const char *sc, const char *peer)
 	return a != NULL && a->min[0] > 0 ? a->max[0] / a->min[0] : -1;
 }
 
+/* A spread printed with no target, when measured: "<peer> <sc> spread". */
+static void
+spread_line(const char *sc, const char *peer, const char *label,
+    const char *note)
+{
+	char what[64];
+	double v = spread(sc, peer);
+
+	if (v < 0)
+		return;
+	snprintf(what, sizeof(what), "%s %s spread%s", peer, sc, label);
+	out("  %-44s %.2fx  (%s)\n", what, v, note);
+}
+
 /*
  * Issue 19's targets. The per-worker pool on tiny tasks: 1.2x Java's
  * ForkJoinPool's throughput, within 1.2x of the reference's ns/task, and
@@ -1848,16 +1875,10 @@ speed_targets(void)
 	 * and nothing shared (peer_inline.c), and the reference. */
 	for (i = 0; i < 2; i++) {
 		const char *sc = i == 0 ? "tiny-1" : "tiny-2";
-		char what[64];
 
-		snprintf(what, sizeof(what), "inline %s spread (no pool)", sc);
-		if (spread(sc, "inline") >= 0)
-			out("  %-44s %.2fx  (no target: the machine)\n", what,
-			    spread(sc, "inline"));
-		snprintf(what, sizeof(what), "ref %s spread", sc);
-		if (spread(sc, "ref") >= 0)
-			out("  %-44s %.2fx  (no target)\n", what,
-			    spread(sc, "ref"));
+		spread_line(sc, "inline", " (no pool)",
+		    "no target: the machine");
+		spread_line(sc, "ref", "", "no target");
 	}
 	target("default tiny-1 tasks/s >= 1.5x java-tpe", ratio("tiny-1",
 	    "java-tpe", 1), true, 1.5, "x");
@@ -1908,19 +1929,6 @@ print_targets(void)
 
 /* Does peer pe take part in scenario sc? */
 static bool listed(const char *list, const char *name, const char *group);
-
-/* --each: the first figure of each of a row's n runs, in run order
- * (run r of every peer comes before run r + 1 of any: rows line up). */
-static void
-print_each(const struct run_out *o, int n)
-{
-	int k;
-
-	out("%-12s", "  runs:");
-	for (k = 0; k < n; k++)
-		out(" %.4g", o[k].v[0]);
-	out("\n");
-}
 
 static bool
 runnable(const struct scenario *sc, const struct peer_entry *pe,
