@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # .ci/phase-mutation.sh - the mutation check: each one-line mutation of the
-# concurrency-critical code in build-aux/mutations.txt must be caught by
+# concurrency-critical code in build-aux/mutations/ must be caught by
 # the test named for it (build-aux/mutation-check.sh: a scratch copy of the
 # tree, one build, then one incremental build and one test run per
 # mutation). Fails below 100% killed. Bounded at 10 minutes

@@ -5,8 +5,10 @@
 #
 # usage: build-aux/mutation-check.sh [-l LIST] [-r RUNS] [-t SECONDS] [ID...]
 #
-# LIST (default build-aux/mutations.txt) holds one record per mutation,
-# records separated by blank lines, "#" lines are comments:
+# LIST is a file or a directory whose *.txt files are read in name order
+# (default build-aux/mutations/, one file per part of lib/). It holds one
+# record per mutation, records separated by blank lines, "#" lines are
+# comments; an id occurs once in the whole list:
 #
 #	id: reserve-leave-store
 #	file: lib/pool/reserve.c
@@ -41,7 +43,7 @@
 
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
-list=$top/build-aux/mutations.txt
+list=$top/build-aux/mutations
 runs=1
 runs_given=no
 bound=60
@@ -64,7 +66,12 @@ if ! test -x "$top/configure"; then
 	echo "error: $top/configure is missing; run autoreconf -fi first" >&2
 	exit 2
 fi
-if ! test -r "$list"; then
+if test -d "$list"; then
+	set -- "$list"/*.txt
+else
+	set -- "$list"
+fi
+if ! test -r "$1"; then
 	echo "error: no list $list" >&2
 	exit 2
 fi
@@ -85,6 +92,7 @@ function flush() {
 		    tries == "" ? 1 : tries
 	id = file = from = to = test = tries = ""
 }
+FNR == 1 { flush() }
 /^#/ { next }
 /^[ \t]*$/ { flush(); next }
 {
@@ -97,7 +105,13 @@ function flush() {
 	else if (key == "tries") tries = val
 	else { print "error: unknown key " key > "/dev/stderr"; exit 2 }
 }
-END { flush() }' "$list" >"$scratch/list" || exit 2
+END { flush() }' "$@" >"$scratch/list.all" || exit 2
+dup=$(cut -f1 "$scratch/list.all" | sort | uniq -d)
+if test -n "$dup"; then
+	echo "error: ids listed twice:" $dup >&2
+	exit 2
+fi
+mv "$scratch/list.all" "$scratch/list"
 
 if test "$only" != "  "; then
 	awk -F'\t' -v only="$only" 'index(only, " " $1 " ")' \

@@ -631,7 +631,7 @@ tu_time_bound(unsigned seconds)
 
 /*
  * One row of a table of cases as a cmocka case of its own: the row's name
- * is the case's name (TPE_TEST_FILTER and build-aux/mutations.txt select
+ * is the case's name (TPE_TEST_FILTER and build-aux/mutations/ select
  * it), the row is the state the one test function reads.
  *
  *	static const struct row rows[] = { { "test_x_a", ... }, ... };
