@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_per_worker.c - TPE_QUEUE_PER_WORKER: the fixed pool of per-worker
- * stacks (lib/queue_per_worker.c).
+ * stacks (lib/engine/stacks.c).
  *
  * White-box where a state cannot be built from outside: the tests set the
  * workers' idle spin to 0 (tpe__per_worker_spin_ns) so that an idle worker
@@ -1134,6 +1134,120 @@ test_per_worker_shutdown_now_hands_back_batch_rest(void **state)
 	}
 }
 
+/* ---- managed blocking: the slot goes to a spare -------------------- */
+
+/* The tasks of the hand-over case, on a pool of one slot. */
+struct handover {
+	sem_t a_go;      /* lets the first blocking task end its section */
+	sem_t b_began;   /* the second task is inside its section */
+	sem_t c_ran;     /* the task behind it ran (for the second task) */
+	sem_t c_seen;    /* the same, for the test */
+	int begin_rc[2]; /* atomic: each section's tpe_blocking_begin */
+};
+
+static struct handover ho;
+
+/* Blocks until the test lets it go; its thread then has no slot. */
+static void
+handover_a(void *arg)
+{
+	(void)arg;
+	__atomic_store_n(&ho.begin_rc[0], tpe_blocking_begin(),
+	    __ATOMIC_SEQ_CST);
+	(void)tu_sem_wait_for(&ho.a_go, EV_TIMEOUT);
+	(void)tpe_blocking_end();
+}
+
+/* Blocks until the task submitted behind it, on the slot it handed
+ * over, has run. */
+static void
+handover_b(void *arg)
+{
+	(void)arg;
+	__atomic_store_n(&ho.begin_rc[1], tpe_blocking_begin(),
+	    __ATOMIC_SEQ_CST);
+	sem_post(&ho.b_began);
+	(void)tu_sem_wait_for(&ho.c_ran, EV_TIMEOUT);
+	(void)tpe_blocking_end();
+}
+
+static void
+handover_c(void *arg)
+{
+	(void)arg;
+	sem_post(&ho.c_ran);
+	sem_post(&ho.c_seen);
+}
+
+/* Waits until the pool has `spares` threads without a slot and no slot
+ * without a thread; false after EV_TIMEOUT. */
+static bool
+wait_handover_counts(tpe_t *p, size_t spares_want)
+{
+	int64_t end = tu_now_ns() + EV_TIMEOUT * tu_time_scale();
+	size_t spares, unowned;
+
+	for (;;) {
+		tpe__stacks_handover_counts(p->engine, &spares, &unowned);
+		if (spares == spares_want && unowned == 0)
+			return true;
+		if (tu_now_ns() >= end)
+			return false;
+		tu_sleep_ns(TU_MS);
+	}
+}
+
+/*
+ * A worker that begins a blocking section while a spare thread waits for
+ * a slot (a thread that lost its own slot in an earlier section) hands
+ * its slot to that spare, which must be woken: no new thread is started
+ * for it (the spare will take it), so without the signal the task pushed
+ * behind the blocked one waits for the spare's keep-alive (an hour here).
+ * Built exactly: A's section hands the one slot to a new thread; A ends
+ * without its slot and waits as a spare (counted: 1 spare, no slot
+ * unowned); B, on the new owner, begins a section: the slot goes to A's
+ * thread, which runs C while B still blocks.
+ */
+static void
+test_per_worker_handover_wakes_waiting_spare(void **state)
+{
+	tpe_t *p;
+	size_t spares, unowned;
+
+	(void)state;
+	memset(&ho, 0, sizeof(ho));
+	assert_int_equal(sem_init(&ho.a_go, 0, 0), 0);
+	assert_int_equal(sem_init(&ho.b_began, 0, 0), 0);
+	assert_int_equal(sem_init(&ho.c_ran, 0, 0), 0);
+	assert_int_equal(sem_init(&ho.c_seen, 0, 0), 0);
+	p = pw_pool_with(1, (struct tu_pool_opts){ .keep_alive = 3600 * TU_S });
+	assert_int_equal(tpe_execute(p, handover_a, NULL), 0);
+	/* A's slot went to a new thread (no spare waited): owned again. */
+	assert_true(wait_handover_counts(p, 0));
+	sem_post(&ho.a_go);
+	/* A's thread, slotless after its task, waits for a slot. */
+	assert_true(wait_handover_counts(p, 1));
+	assert_int_equal(tpe_execute(p, handover_b, NULL), 0);
+	assert_true(tu_sem_wait_for(&ho.b_began,
+	    EV_TIMEOUT * tu_time_scale()));
+	assert_int_equal(tu_load(&ho.begin_rc[0]), 0);
+	assert_int_equal(tu_load(&ho.begin_rc[1]), 0);
+	assert_int_equal(tpe_execute(p, handover_c, NULL), 0);
+	/* The waiting spare took B's slot and ran C while B blocks. */
+	if (!tu_sem_wait_for(&ho.c_seen, EV_TIMEOUT * tu_time_scale())) {
+		tpe__stacks_handover_counts(p->engine, &spares, &unowned);
+		print_error("C did not run: %zu spares wait, %zu slots "
+		    "handed over and unowned\n", spares, unowned);
+		fail();
+	}
+	assert_true(wait_handover_counts(p, 1)); /* B's thread, now */
+	assert_int_equal(tpe_destroy(p), 0);
+	sem_destroy(&ho.a_go);
+	sem_destroy(&ho.b_began);
+	sem_destroy(&ho.c_ran);
+	sem_destroy(&ho.c_seen);
+}
+
 /* ---- exactly once under racing submitters and shutdowns --------------- */
 
 #define STRESS_SUBMITTERS 4
@@ -1302,6 +1416,8 @@ main(void)
 		cmocka_unit_test_setup(
 		    test_per_worker_shutdown_now_hands_back_batch_rest,
 		    reset_spin),
+		cmocka_unit_test_setup(
+		    test_per_worker_handover_wakes_waiting_spare, reset_spin),
 		cmocka_unit_test_setup(test_per_worker_exactly_once_stress,
 		    reset_spin),
 	};

@@ -1441,6 +1441,19 @@ lost_slot(struct pw_queue *pq, struct slot *me, struct tpe__task *t,
 	return true;
 }
 
+/* Spare threads and handed-over slots (stacks.h). Takes L. */
+void
+tpe__stacks_handover_counts(const struct tpe__engine *q, size_t *spares,
+    size_t *unowned)
+{
+	const struct pw_queue *pq = pw_of_const(q);
+
+	tpe__mutex_lock(&pq->pool->lock);
+	*spares = pq->spares;
+	*unowned = pq->nfree;
+	tpe__mutex_unlock(&pq->pool->lock);
+}
+
 /* The engine's blocking op (engine.h). */
 static int
 pw_blocking(struct tpe__engine *q, bool begin)

@@ -49,4 +49,10 @@ extern void (*tpe__per_worker_batch_hook)(void);
  * white-box tests). */
 size_t tpe__stacks_watchers(const struct tpe__engine *e);
 
+/* Managed blocking, for the white-box tests (takes the pool lock): the
+ * threads without a slot that look for one or were started to (*spares),
+ * and the slots handed over that no thread owns yet (*unowned). */
+void tpe__stacks_handover_counts(const struct tpe__engine *e, size_t *spares,
+    size_t *unowned);
+
 #endif /* TPE_ENGINE_STACKS_H */
