@@ -552,11 +552,13 @@ held_end(struct held *x)
 /*
  * A pool task hook that holds the strategy's pending producer before it
  * runs (the pool passes the strategy as its argument): `held` counts it
- * down, `gate` lets it go. `arg` is set once the strategy exists.
+ * down, `gate` lets it go; and one run after it, which counts `ran` down
+ * (its production, if it took production over, has ended). `arg` is set
+ * once the strategy exists.
  */
 struct hold_pending {
 	void *arg;                 /* A */
-	struct tu_latch held, gate;
+	struct tu_latch held, gate, ran;
 };
 
 static void
@@ -570,6 +572,17 @@ hold_pending_hook(tpe_t *pool, tpe_fn fn, void *arg, void *ctx)
 		return;
 	tu_latch_count_down(&h->held);
 	tu_latch_wait(&h->gate);
+}
+
+static void
+pending_ran_hook(tpe_t *pool, tpe_fn fn, void *arg, void *ctx)
+{
+	struct hold_pending *h = ctx;
+
+	(void)pool;
+	(void)fn;
+	if (arg != NULL && arg == __atomic_load_n(&h->arg, __ATOMIC_SEQ_CST))
+		tu_latch_count_down(&h->ran);
 }
 
 /*
@@ -1083,6 +1096,40 @@ test_strategy_dispatch_idle_starts_one(void **state)
 	queued_pending_runs(pool, s, &f, &sat, 1);
 }
 
+/*
+ * Invariant 5: ADAPTIVE counts on a HANDED pending producer only, never
+ * on a QUEUED one, which may wait in the pool's queue behind blocked
+ * workers. Here the pool's one worker is blocked and the dispatched
+ * producer waits behind it when a BLOCKING task is produced: the task
+ * goes to the pool (PEC) and production goes on; it does not run here as
+ * EPC on the strength of the queued producer.
+ */
+static void
+test_strategy_adaptive_ignores_queued_pending(void **state)
+{
+	tpe_t *pool = strategy_pool(1, 0, (struct tu_pool_opts){ 0 });
+	struct tu_saturation sat;
+	struct probe p = { 0 };
+	struct feed f;
+	tpe_strategy_t *s;
+
+	(void)state;
+	tu_saturate(pool, 1, 0, &sat);
+	feed_init(&f, 1);
+	s = new_strategy(pool, &f, TPE_STRATEGY_ADAPTIVE);
+	assert_int_equal(tpe_strategy_dispatch(s), 0);
+	assert_int_equal(peek(s).pending[TPE__PENDING_QUEUED], 1);
+	feed_push(&f, probe_fn, &p, TPE_BLOCKING);
+	assert_int_equal(tpe_strategy_produce(s), 0);
+	assert_int_equal(feed_calls(&f), 2);
+	assert_counts(s, 0, 0, 1, 0);
+	assert_int_equal(tu_ran(&p), 0); /* queued behind the blocker */
+	/* The dispatched producer runs first (call 3), then the task. */
+	queued_pending_runs(pool, s, &f, &sat, 3);
+	assert_int_equal(tu_ran(&p), 1);
+	assert_false(pthread_equal(p.thread, pthread_self()));
+}
+
 /* ---- 15: dispatch while PRODUCING submits nothing --------------------- */
 
 static void
@@ -1520,17 +1567,20 @@ test_strategy_blocking_producer_adaptive(void **state)
 /* ---- 3, 7, 16, 17, 18: EPC with a reserved thread --------------------- */
 
 /*
- * A pool of 2 with one reserved thread parked and a task hook that can
- * hold the strategy's pending producer before it runs.
+ * A pool of 2 with one reserved thread parked and task hooks that can
+ * hold the strategy's pending producer before it runs and tell when it
+ * has run.
  */
 static tpe_t *
 epc_pool(struct hold_pending *h)
 {
 	tu_latch_init(&h->held, 1);
 	tu_latch_init(&h->gate, 1);
+	tu_latch_init(&h->ran, 1);
 	h->arg = NULL;
 	return warm_pool(2, 1, (struct tu_pool_opts){
-	    .before = hold_pending_hook, .task_hooks_ctx = h });
+	    .before = hold_pending_hook, .after = pending_ran_hook,
+	    .task_hooks_ctx = h });
 }
 
 static void
@@ -1538,6 +1588,7 @@ epc_pool_done(struct hold_pending *h)
 {
 	tu_latch_destroy(&h->held);
 	tu_latch_destroy(&h->gate);
+	tu_latch_destroy(&h->ran);
 }
 
 /*
@@ -1647,6 +1698,59 @@ test_strategy_epc_consumer_wins_and_reuses_pending(void **state)
 	assert_handovers(s, 2, 2);
 	finish(pool, s, &f);
 	epc_pool_done(&h);
+}
+
+/*
+ * 17, when the pending producer has already finished: it took production
+ * over and found nothing while the EPC task ran, so production is IDLE
+ * again when the task returns, but someone took it over meanwhile: the
+ * consumer leaves (tpe_strategy_create(3)) and does not call the
+ * producer a third time. The task lets the pending producer go and
+ * returns once the pool has run it (its after hook).
+ */
+static void
+epc_taken_over_and_ended(enum tpe_strategy_mode mode)
+{
+	struct hold_pending h;
+	tpe_t *pool = epc_pool(&h);
+	struct probe p;
+	struct feed f;
+	tpe_strategy_t *s;
+
+	REQUIRE_RESERVED_THREAD(pool);
+	feed_init(&f, 1);
+	s = new_strategy(pool, &f, mode);
+	metrics_on(s);
+	__atomic_store_n(&h.arg, (void *)s, __ATOMIC_SEQ_CST);
+	p = (struct probe){ .open = &h.gate, .release = &h.ran };
+	feed_push(&f, probe_fn, &p, TPE_BLOCKING);
+	assert_int_equal(tpe_strategy_produce(s), 0);
+	assert_true(pthread_equal(p.thread, pthread_self()));
+	/* Call 1 here, call 2 by the pending producer, and no call 3. */
+	assert_int_equal(feed_calls(&f), 2);
+	assert_true(pthread_equal(feed_caller(&f, 1), pthread_self()));
+	assert_false(pthread_equal(feed_caller(&f, 2), pthread_self()));
+	assert_counts(s, 0, 0, 0, 1);
+	assert_int_equal(tu_load(&try_hits), 1);
+	/* The pending producer ended the hand-over (timed): not reclaimed. */
+	assert_handovers(s, 1, 0);
+	finish(pool, s, &f);
+	assert_int_equal(feed_calls(&f), 2);
+	epc_pool_done(&h);
+}
+
+static void
+test_strategy_epc_leaves_after_takeover_ended(void **state)
+{
+	(void)state;
+	epc_taken_over_and_ended(TPE_STRATEGY_EPC);
+}
+
+static void
+test_strategy_adaptive_leaves_after_takeover_ended(void **state)
+{
+	(void)state;
+	epc_taken_over_and_ended(TPE_STRATEGY_ADAPTIVE);
 }
 
 /* ---- the wait after a miss (ADAPTIVE) ---------------------------------- */
@@ -1776,16 +1880,20 @@ wait_case_finish(struct wait_case *c, bool joined)
 /*
  * A relay: p1 returns while R waits after its miss, so T takes production
  * over (its call 3) and R runs p2 itself, EPC, with its caches hot. Without
- * the wait, p2 went PEC (the cascade of the design notes).
+ * the wait, p2 went PEC (the cascade of the design notes). p2 returns
+ * only once T has found nothing and ended production: production is IDLE
+ * then, but T took it over from R meanwhile, so R leaves (no call 4).
  */
 static void
 test_strategy_miss_waits_for_relay(void **state)
 {
 	struct wait_case c;
+	struct tu_latch p2_release;
 
 	(void)state;
 	wait_case_start(&c, 2);
-	wait_case_push_p2(&c, NULL);
+	tu_latch_init(&p2_release, 1);
+	wait_case_push_p2(&c, &p2_release);
 	/* The first wait opens p1: T's task returns while R waits. */
 	wait_hook_set(TU_WAIT_BOUND, &c.p1_release);
 	wait_case_produce(&c);
@@ -1795,11 +1903,14 @@ test_strategy_miss_waits_for_relay(void **state)
 		fail_msg("the producer did not wait after its miss");
 	}
 	join_produce(c.t); /* T produced on after p1, then ended */
+	tu_latch_count_down(&p2_release);
 	assert_p2_ran_epc(&c);
 	assert_true(pthread_equal(feed_caller(&c.f, 3), c.t));
 	assert_int_equal(tu_load(&try_hits), 1);
 	assert_counts(c.s, 0, 0, 0, 2);
 	wait_case_finish(&c, true);
+	assert_int_equal(feed_calls(&c.f), 3);
+	tu_latch_destroy(&p2_release);
 }
 
 /*
@@ -2045,6 +2156,7 @@ main(void)
 		cmocka_unit_test(
 		    test_strategy_produce_while_producing_reproduces),
 		cmocka_unit_test(test_strategy_dispatch_idle_starts_one),
+		cmocka_unit_test(test_strategy_adaptive_ignores_queued_pending),
 		cmocka_unit_test(test_strategy_dispatch_while_producing),
 		cmocka_unit_test(test_strategy_dispatch_refused_undoes_pending),
 		cmocka_unit_test(test_strategy_dispatch_after_shutdown),
@@ -2066,6 +2178,9 @@ main(void)
 		cmocka_unit_test(test_strategy_epc_either_with_reserved),
 		cmocka_unit_test(
 		    test_strategy_epc_consumer_wins_and_reuses_pending),
+		cmocka_unit_test(test_strategy_epc_leaves_after_takeover_ended),
+		cmocka_unit_test(
+		    test_strategy_adaptive_leaves_after_takeover_ended),
 		cmocka_unit_test_teardown(test_strategy_miss_waits_for_relay,
 		    wait_hook_reset),
 		cmocka_unit_test_teardown(

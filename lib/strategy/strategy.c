@@ -253,19 +253,24 @@ wait_for_producer_locked(struct tpe_strategy *s)
  * EPC's question, asked by the producer: is another thread on its way to
  * produce? Reuses one that is, or starts one: a HANDED one, and, when
  * `may_queue` (forced EPC), else a QUEUED one. True: yes, and production
- * is given up (IDLE) before the task runs (invariant 2b). False: nothing
+ * is given up (IDLE) before the task runs (invariant 2b), or was relayed
+ * (2c); *gen is then the generation this thread produced in, which
+ * consume() compares after the task (invariant 3). False: nothing
  * changed, the caller still produces (a start that succeeded but whose
  * producer ran before we looked again found us producing and set
  * REPRODUCING: it is not on its way any more).
  */
 static bool
-hand_production_on(struct tpe_strategy *s, bool may_queue)
+hand_production_on(struct tpe_strategy *s, bool may_queue, uint64_t *gen)
 {
 	enum waited w = WAITED_NONE;
 	bool yes;
 
 	tpe__mutex_lock(&s->lock);
 	TPE__ASSERT(s->state != TPE__S_IDLE);
+	/* Ours while we produce: only a relay (which the wait below may
+	 * meet, lock dropped) changes it before we give production up. */
+	*gen = s->gen;
 	yes = on_its_way_locked(s, TPE__PENDING_HANDED) ||
 	    (may_queue && on_its_way_locked(s, TPE__PENDING_QUEUED));
 	if (!yes && start_pending_locked(s, TPE__PENDING_HANDED) == 0)
@@ -291,9 +296,10 @@ hand_production_on(struct tpe_strategy *s, bool may_queue)
 
 /* ---- the produce loop ------------------------------------------------- */
 
+/* For MODE_EPC, *gen is hand_production_on's. */
 static enum mode
 select_mode(struct tpe_strategy *s, enum tpe_invocation type,
-    bool non_blocking)
+    bool non_blocking, uint64_t *gen)
 {
 	switch (s->mode) {
 	case TPE_STRATEGY_PC:
@@ -303,7 +309,7 @@ select_mode(struct tpe_strategy *s, enum tpe_invocation type,
 	case TPE_STRATEGY_EPC:
 		/* No thread at all for production: consume here and go on
 		 * producing, which is PC. */
-		return hand_production_on(s, true) ? MODE_EPC : MODE_PC;
+		return hand_production_on(s, true, gen) ? MODE_EPC : MODE_PC;
 	case TPE_STRATEGY_ADAPTIVE:
 		break;
 	}
@@ -311,7 +317,7 @@ select_mode(struct tpe_strategy *s, enum tpe_invocation type,
 		return MODE_PC;
 	if (non_blocking)
 		return type == TPE_EITHER ? MODE_PC : MODE_PEC;
-	if (hand_production_on(s, false))
+	if (hand_production_on(s, false, gen))
 		return MODE_EPC;
 	return type == TPE_EITHER ? MODE_PIC : MODE_PEC;
 }
@@ -349,9 +355,10 @@ static bool
 consume(struct tpe_strategy *s, tpe_fn fn, void *arg,
     enum tpe_invocation type, bool non_blocking)
 {
+	uint64_t gen = 0;
 	bool again;
 
-	switch (select_mode(s, type, non_blocking)) {
+	switch (select_mode(s, type, non_blocking, &gen)) {
 	case MODE_PC:
 		count(&s->pc, 1);
 		fn(arg);
@@ -369,17 +376,23 @@ consume(struct tpe_strategy *s, tpe_fn fn, void *arg,
 	count(&s->epc, 1);
 	fn(arg);
 	tpe__mutex_lock(&s->lock);
-	if (s->state == TPE__S_IDLE) {
-		s->state = TPE__S_PRODUCING; /* we beat the pending producer */
+	if (s->state == TPE__S_IDLE && s->gen == gen) {
+		/* Nobody produced since we gave production up: we beat the
+		 * pending producer. */
+		s->state = TPE__S_PRODUCING;
+		s->gen++;
 		handover_end_locked(s, false);
 		again = true;
 	} else if (s->waiting && !s->relayed) {
 		/* The producer waits for a thread after a miss: this one
 		 * takes production over, state unchanged (invariant 2c). */
 		set_relayed_locked(s, true);
+		s->gen++; /* a relay: a new producer */
 		again = true;
 	} else {
-		s->callers--; /* it (or another) produces now: leave */
+		/* Another thread produces, or produced since and found
+		 * nothing (IDLE, gen moved on): leave. */
+		s->callers--;
 		again = false;
 	}
 	tpe__mutex_unlock(&s->lock);
@@ -453,6 +466,7 @@ try_produce(struct tpe_strategy *s, int from)
 	switch (s->state) {
 	case TPE__S_IDLE:
 		s->state = TPE__S_PRODUCING;
+		s->gen++; /* IDLE -> PRODUCING: a new producer */
 		s->callers++;
 		handover_end_locked(s, from >= 0);
 		break;

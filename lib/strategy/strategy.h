@@ -129,10 +129,20 @@
  *      new producer honours); the waiting thread reads `relayed` under
  *      s->lock before it would produce again, and runs its task as EPC.
  *   3. After an EPC task, the consumer takes production back only by
- *      IDLE -> PRODUCING under s->lock; otherwise it leaves. This race always
- *      runs: a C task cannot throw, and tasks and producers must return
- *      normally (no pthread_exit, longjmp out or cancellation through the
- *      strategy: tpe_strategy_create(3)).
+ *      IDLE -> PRODUCING under s->lock, and only when nobody has become
+ *      the producer since it gave production up; otherwise it leaves.
+ *      IDLE alone does not tell: a pending producer (or a
+ *      tpe_strategy_produce caller) may have taken production over, found
+ *      nothing and gone IDLE again; a consumer that took production back
+ *      then would call the producer once more for nothing, or stay in a
+ *      producer that blocks for work. So `gen` counts producers: +1 at each IDLE ->
+ *      PRODUCING and at each relay (2c); the producer notes it when it
+ *      hands production on, and takes production back only if it has not
+ *      moved (Jetty's ExecuteProduceConsume tells the two apart by its
+ *      `idle` flag; its AdaptiveExecutionStrategy does not). This race
+ *      always runs: a C task cannot throw, and tasks and producers must
+ *      return normally (no pthread_exit, longjmp out or cancellation
+ *      through the strategy: tpe_strategy_create(3)).
  *   4. No lost wake-up: a tpe_strategy_produce or _dispatch that returned
  *      0 is followed by a call of the producer that began after it. It
  *      became the producer; or found a producer and set REPRODUCING, which
@@ -206,6 +216,8 @@ struct tpe_strategy {
 
 	struct tpe__mutex lock;
 	int state;                         /* s->lock: enum tpe__strategy_state */
+	uint64_t gen;                      /* s->lock: production generation,
+					    * +1 per new producer (invariant 3) */
 	int pending[TPE__PENDING_KINDS];   /* s->lock: started, not yet run */
 	int starting[TPE__PENDING_KINDS];  /* s->lock: of those, starts in progress */
 	unsigned callers;                  /* s->lock: threads inside (invariant 6) */
