@@ -30,6 +30,8 @@ struct tk {
 	int final;
 	int *release;
 	struct tu_latch *started; /* counted down at the first call */
+	struct tu_latch *reached; /* counted down at call reached_at */
+	int reached_at;
 	int *order, *order_len;   /* the ids of the calls, in order */
 	int calls, in_call, overlap, ends, end_result; /* atomic */
 	pthread_t first;
@@ -51,6 +53,8 @@ tk_fn(void *p)
 		if (t->started != NULL)
 			tu_latch_count_down(t->started);
 	}
+	if (t->reached != NULL && n == t->reached_at)
+		tu_latch_count_down(t->reached);
 	__atomic_store_n(&t->last, pthread_self(), __ATOMIC_SEQ_CST);
 	if (t->order != NULL) {
 		int i = __atomic_fetch_add(t->order_len, 1, __ATOMIC_SEQ_CST);
@@ -534,6 +538,55 @@ test_coop_bad_return_is_einval(void **state)
 	assert_ended_once(&tk, 1, EINVAL);
 	tpe_job_release(job);
 	assert_int_equal(tpe_coop_destroy(coop), 0);
+}
+
+/*
+ * A cancel from outside the service wakes the workers. A worker whose
+ * one tasklet never makes progress backs off to long parks (max_park_ns:
+ * an hour); at the call after which it parks for LONG_PARK or more, the
+ * job is cancelled. The worker gives the tasklet up at its next pass, and
+ * only the cancel's wake-up brings that pass before the park's end: every
+ * park before the last ran to its timeout, the last one did not. (Without
+ * the wake-up the last one ran to its end as well, and the cancel returned
+ * only then.) LONG_PARK is the window the cancel has to come in; the
+ * worker reaches it after about as long again of parks.
+ */
+#define LONG_PARK (500 * TU_MS)
+#define HOUR (3600 * TU_S)
+
+static void
+test_coop_cancel_wakes_parked_worker(void **state)
+{
+	tpe_coop_t *coop = coop_new(1, HOUR, 0);
+	int first_park = TPE__COOP_SPIN_PASSES + TPE__COOP_YIELD_PASSES + 1;
+	struct tu_latch reached;
+	struct tk tk = { .progress = TPE_NO_PROGRESS, .reached = &reached };
+	struct tpe_tasklet ts;
+	tpe_job_t *job;
+	int calls;
+
+	(void)state;
+	tk.reached_at = first_park;
+	while (tpe__coop_park_ns((uint64_t)tk.reached_at, HOUR) <
+	    LONG_PARK * tu_time_scale())
+		tk.reached_at++;
+	tu_latch_init(&reached, 1);
+	tk_tasklets(&ts, &tk, 1, 0);
+	assert_int_equal(tpe_coop_submit(coop, &ts, 1, sizeof(ts), &job), 0);
+	assert_true(tu_latch_wait_for(&reached, EV_TIMEOUT));
+	assert_int_equal(tpe_job_cancel(job), 0);
+	assert_int_equal(tpe_job_wait(job, 0), ECANCELED);
+	assert_ended_once(&tk, 1, ECANCELED);
+	/* The n-th idle pass in a row (the n-th call) parks from the first
+	 * park on: the parks after calls first_park .. calls - 1 timed out,
+	 * the one after the last call was cut short (or never began). */
+	calls = tu_load(&tk.calls);
+	assert_true(calls >= tk.reached_at);
+	assert_int_equal(tpe__coop_park_timeouts(coop),
+	    (uint64_t)(calls - first_park));
+	tpe_job_release(job);
+	assert_int_equal(tpe_coop_destroy(coop), 0);
+	tu_latch_destroy(&reached);
 }
 
 struct waiter {
@@ -1385,6 +1438,7 @@ main(void)
 		cmocka_unit_test(test_coop_first_error),
 		cmocka_unit_test(test_coop_bad_return_is_einval),
 		cmocka_unit_test(test_coop_cancel_and_wait_races),
+		cmocka_unit_test(test_coop_cancel_wakes_parked_worker),
 		cmocka_unit_test(test_coop_release_before_done),
 		cmocka_unit_test(test_coop_destroy_running),
 		cmocka_unit_test(test_coop_calls_from_tasklet),

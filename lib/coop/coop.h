@@ -38,6 +38,10 @@ size_t tpe__coop_blocking_threads(tpe_coop_t *coop);
  * thread; a snapshot. */
 uint64_t tpe__coop_wakeups(tpe_coop_t *coop);
 
+/* How many timed parks of coop's workers ran to their timeout (the others
+ * ended when the worker was given news). Any thread; a snapshot. */
+uint64_t tpe__coop_park_timeouts(tpe_coop_t *coop);
+
 /* White-box tests only (NULL otherwise): called by the thread that ended
  * a job's last tasklet, after it counted it (remaining is 0) and before it
  * completes the job, with no lock held. */
