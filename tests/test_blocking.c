@@ -184,6 +184,70 @@ test_blocking_per_worker_deadlock(void **state)
 	assert_true(run_scene(TPE_QUEUE_PER_WORKER, MANAGED, true));
 }
 
+/* ---- a task queued while the pool was paused --------------------------- */
+
+/*
+ * A pool of one whose worker is inside a section; the pool is paused and
+ * the task that would release the worker is submitted. A paused pool
+ * starts no thread, so that submission stood in for nobody; tpe_resume
+ * must do what it would have done (engine/blocking.c) and start a worker
+ * for the queued task. The blocked task waits on a semaphore that only
+ * the queued task posts. The per-worker pool stands in at the begin
+ * already (a slot is handed over, paused or not).
+ */
+struct held {
+	struct tu_latch inside; /* the task is inside its section */
+	sem_t released;         /* posted by the queued task only */
+	int ok;                 /* atomic: the task was released */
+};
+
+static void
+held_fn(void *arg)
+{
+	struct held *h = arg;
+
+	assert_int_equal(tpe_blocking_begin(), 0);
+	tu_latch_count_down(&h->inside);
+	if (tu_sem_wait_for(&h->released, TU_WAIT_BOUND))
+		__atomic_store_n(&h->ok, 1, __ATOMIC_SEQ_CST);
+	assert_int_equal(tpe_blocking_end(), 0);
+}
+
+static void
+test_blocking_resume_stands_in(void **state)
+{
+	static const enum tpe_queue_kind kinds[] = { TPE_QUEUE_UNBOUNDED,
+	    TPE_QUEUE_BOUNDED, TPE_QUEUE_PER_WORKER };
+	size_t k;
+
+	(void)state;
+	for (k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+		tpe_t *pool = scene_pool(kinds[k], 1, 1);
+		struct held h;
+		struct tpe_stats st;
+
+		memset(&h, 0, sizeof(h));
+		tu_latch_init(&h.inside, 1);
+		assert_int_equal(sem_init(&h.released, 0, 0), 0);
+		assert_int_equal(tpe_execute(pool, held_fn, &h), 0);
+		assert_true(tu_latch_wait_for(&h.inside, TU_WAIT_BOUND));
+		assert_int_equal(tpe_pause(pool), 0);
+		assert_int_equal(tpe_execute(pool, tu_post_fn, &h.released),
+		    0);
+		assert_int_equal(tpe_resume(pool), 0);
+		/* Started by the resume (or the begin), under the lock:
+		 * there before tpe_resume returns; a spare, it stays. */
+		st = tu_stats(pool);
+		assert_int_equal(st.compensations, 1);
+		assert_int_equal(st.pool_size, 2);
+		assert_int_equal(tpe_wait_idle(pool, TU_WAIT_BOUND), 0);
+		assert_int_equal(__atomic_load_n(&h.ok, __ATOMIC_SEQ_CST), 1);
+		assert_int_equal(tpe_destroy(pool), 0);
+		tu_latch_destroy(&h.inside);
+		sem_destroy(&h.released);
+	}
+}
+
 /* ---- futures of the same pool ----------------------------------------- */
 
 struct future_scene {
@@ -915,6 +979,7 @@ main(void)
 		cmocka_unit_test(test_blocking_deadlock_without_calls),
 		cmocka_unit_test(test_blocking_deadlock_lifted),
 		cmocka_unit_test(test_blocking_per_worker_deadlock),
+		cmocka_unit_test(test_blocking_resume_stands_in),
 		cmocka_unit_test(test_blocking_future_get),
 		cmocka_unit_test(test_blocking_bounded_by_spares),
 		cmocka_unit_test(test_blocking_spares_retire),

@@ -23,9 +23,12 @@
  * in take, none parked in the reserve: those are woken to look at the
  * queue) and fewer than core workers (at least one) run, a worker is
  * started to
- * stand in (tpe__locked_compensate_locked), at two moments: when a worker
- * begins a section (the tasks already queued), and after an offer while
- * workers are blocked (ensure_taker_locked: the tasks that come later).
+ * stand in (tpe__locked_compensate_locked), at three moments: when a
+ * worker begins a section (the tasks already queued), after an offer while
+ * workers are blocked (ensure_taker_locked: the tasks that come later),
+ * and when a paused pool resumes (tpe__blocking_resumed_locked: a paused
+ * pool starts no thread, so the offers made meanwhile stood in for
+ * nobody).
  * A compensating worker is an ordinary worker above core: it times out
  * after the keep-alive once idle. One started at or above max is counted
  * in `spares` (at most wc - max), which Java's "above max" rule of
@@ -113,5 +116,31 @@ tpe__locked_blocking(struct tpe__engine *e, bool begin)
 		__atomic_store_n(&b->blocked, b->blocked - 1, __ATOMIC_SEQ_CST);
 	}
 	tpe__mutex_unlock(&pool->lock);
+	return rc;
+}
+
+int
+tpe__blocking_resumed_locked(tpe_t *pool)
+{
+	struct tpe__locked *le;
+	uint64_t before;
+	size_t n;
+	int rc = 0;
+
+	TPE__ASSERT_HELD(&pool->lock);
+	/* The stacks engine hands a blocked worker's slot over at its
+	 * begin, paused or not (stacks.c): nothing waited for the resume. */
+	if (pool->engine->ops->blocking != tpe__locked_blocking)
+		return 0;
+	le = (struct tpe__locked *)pool->engine;
+	/* What each offer made while paused would have done: one stand-in
+	 * per queued task at most, counted once (a worker just started has
+	 * not taken its task yet), until the rule finds enough running. */
+	for (n = le->q->ops->size(le->q); rc == 0 && n > 0; n--) {
+		before = pool->blocking.compensations;
+		rc = tpe__locked_compensate_locked(le);
+		if (pool->blocking.compensations == before)
+			break;
+	}
 	return rc;
 }

@@ -25,6 +25,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tpe.h"
+
 struct tpe__blocking {
 	size_t blocked;          /* L, A: workers inside a section; stored
 				  * seq_cst, read by the lock-free offer
@@ -43,5 +45,14 @@ struct tpe__blocking {
  * open, so that a worker never stays counted as blocked.
  */
 void tpe__blocking_task_done(void);
+
+/*
+ * tpe_resume, once the pool is no longer paused: stands in for the blocked
+ * workers as the offers made while it was paused would have (engine/
+ * blocking.c, the engine's rule); 0, or the error of a start that failed
+ * (the next offer or begin tries again). L held (dropped while a thread
+ * starts).
+ */
+int tpe__blocking_resumed_locked(tpe_t *pool);
 
 #endif /* TPE_POOL_BLOCKING_H */

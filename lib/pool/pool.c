@@ -605,6 +605,10 @@ tpe_resume(tpe_t *pool)
 		set_paused_locked(pool, false);
 		wake_workers_locked(pool);
 		rc = start_for_queue_locked(pool);
+		/* Blocked workers: what the offers made meanwhile would have
+		 * done. A start that fails there is retried by the next offer
+		 * or begin, as a begin's is: the blocked workers live. */
+		(void)tpe__blocking_resumed_locked(pool);
 		if (rc != 0 && pool->wc > 0)
 			rc = 0;
 	}
