@@ -1988,6 +1988,169 @@ test_strategy_miss_wait_earns_its_cpu(void **state)
 	free(p);
 }
 
+/*
+ * One relay per wait (invariant 1 through 2c): two EPC consumers whose
+ * tasks return while the producer waits after a miss; the first takes
+ * production over, the second leaves. The chain: T hands production to
+ * R1 for p1, R1 to R2 for p2 (the pool's two reserved threads; the
+ * before hook holds the k-th pending producer until the k-th task runs),
+ * and R2 misses with p3 (the third worker is not reserved) and waits. Its wait hook opens p1 and p2 and
+ * holds the wait until both T and R1 have decided: each either called
+ * the producer (call 4 on) or left (T's produce returned, R1's pool task
+ * ended). So both look while R2 still waits: exactly one of them relays.
+ * A second relay would make two producers.
+ */
+static struct {
+	struct tu_latch gate[2];       /* the k-th pending producer waits */
+	struct tu_latch release[2];    /* p1, p2 return */
+	void *arg;                     /* A: the strategy */
+	int arrivals;                  /* A: pending producers arrived */
+	struct feed *f;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool t_decided, r1_decided;    /* lock */
+	int t_calls, r1_calls;         /* lock: calls 4 on, per thread */
+} relay2;
+
+static void
+relay2_decided(bool by_t, bool called)
+{
+	pthread_mutex_lock(&relay2.lock);
+	if (by_t) {
+		relay2.t_decided = true;
+		relay2.t_calls += called;
+	} else {
+		relay2.r1_decided = true;
+		relay2.r1_calls += called;
+	}
+	pthread_cond_broadcast(&relay2.cond);
+	pthread_mutex_unlock(&relay2.lock);
+}
+
+static void
+relay2_before(tpe_t *pool, tpe_fn fn, void *arg, void *ctx)
+{
+	int k;
+
+	(void)pool;
+	(void)fn;
+	(void)ctx;
+	if (arg == NULL ||
+	    arg != __atomic_load_n(&relay2.arg, __ATOMIC_SEQ_CST))
+		return;
+	k = __atomic_fetch_add(&relay2.arrivals, 1, __ATOMIC_SEQ_CST);
+	if (k < 2)
+		tu_latch_wait(&relay2.gate[k]);
+}
+
+static void
+relay2_after(tpe_t *pool, tpe_fn fn, void *arg, void *ctx)
+{
+	(void)pool;
+	(void)fn;
+	(void)ctx;
+	if (arg != NULL &&
+	    arg == __atomic_load_n(&relay2.arg, __ATOMIC_SEQ_CST) &&
+	    pthread_equal(pthread_self(), feed_caller(relay2.f, 2)))
+		relay2_decided(false, false);
+}
+
+static void
+relay2_on_call(struct feed *f, int call)
+{
+	if (call < 4)
+		return;
+	if (pthread_equal(pthread_self(), feed_caller(f, 1)))
+		relay2_decided(true, true);
+	else if (pthread_equal(pthread_self(), feed_caller(f, 2)))
+		relay2_decided(false, true);
+}
+
+/* R2's wait after its miss. */
+static void
+relay2_wait_hook(void)
+{
+	__atomic_add_fetch(&wait_calls, 1, __ATOMIC_SEQ_CST);
+	tu_latch_count_down(&relay2.release[0]);
+	tu_latch_count_down(&relay2.release[1]);
+	pthread_mutex_lock(&relay2.lock);
+	while (!relay2.t_decided || !relay2.r1_decided)
+		pthread_cond_wait(&relay2.cond, &relay2.lock);
+	pthread_mutex_unlock(&relay2.lock);
+}
+
+static void *
+relay2_t_main(void *arg)
+{
+	if (tpe_strategy_produce(arg) != 0)
+		abort();
+	relay2_decided(true, false);
+	return NULL;
+}
+
+static void
+test_strategy_miss_wait_relays_once(void **state)
+{
+	struct probe p[3];
+	struct feed f;
+	tpe_strategy_t *s;
+	tpe_t *pool;
+	pthread_t t;
+	int k;
+
+	(void)state;
+	if (!tpe__can_spin())
+		skip(); /* one processor: the producer never waits */
+	memset(p, 0, sizeof(p));
+	pthread_mutex_init(&relay2.lock, NULL);
+	pthread_cond_init(&relay2.cond, NULL);
+	for (k = 0; k < 2; k++) {
+		tu_latch_init(&relay2.gate[k], 1);
+		tu_latch_init(&relay2.release[k], 1);
+		p[k] = (struct probe){ .open = &relay2.gate[k],
+		    .release = &relay2.release[k] };
+	}
+	relay2.arg = NULL;
+	relay2.arrivals = 0;
+	relay2.t_decided = relay2.r1_decided = false;
+	relay2.t_calls = relay2.r1_calls = 0;
+	pool = warm_pool(3, 2, (struct tu_pool_opts){
+	    .before = relay2_before, .after = relay2_after });
+	/* Two workers parked as reserved threads (a miss asks for one). */
+	assert_true(TU_EVENTUALLY(tu_stats(pool).reserved >= 2 ||
+	    (tpe_try_execute(pool, tu_count_fn, &p[2].ran), false),
+	    TU_WAIT_BOUND));
+	p[2].ran = 0;
+	feed_init(&f, 3);
+	f.on_call = relay2_on_call;
+	relay2.f = &f;
+	for (k = 0; k < 3; k++)
+		feed_push(&f, probe_fn, &p[k], TPE_BLOCKING);
+	__atomic_store_n(&wait_calls, 0, __ATOMIC_SEQ_CST);
+	tpe__strategy_hand_wait_ns = TU_WAIT_BOUND;
+	tpe__strategy_hand_wait_hook = relay2_wait_hook;
+	s = new_strategy(pool, &f, TPE_STRATEGY_ADAPTIVE);
+	__atomic_store_n(&relay2.arg, (void *)s, __ATOMIC_SEQ_CST);
+	assert_int_equal(pthread_create(&t, NULL, relay2_t_main, s), 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(tpe_wait_idle(pool, TU_WAIT_BOUND), 0);
+	assert_int_equal(tu_load(&wait_calls), 1);
+	/* One of T and R1 took production over (call 4, which found
+	 * nothing), the other left; R2 ran p3 itself. */
+	assert_int_equal(relay2.t_calls + relay2.r1_calls, 1);
+	assert_int_equal(feed_calls(&f), 4);
+	assert_true(pthread_equal(p[2].thread, feed_caller(&f, 3)));
+	assert_counts(s, 0, 0, 0, 3);
+	assert_int_equal(tu_load(&try_hits), 2);
+	finish(pool, s, &f);
+	for (k = 0; k < 2; k++) {
+		tu_latch_destroy(&relay2.gate[k]);
+		tu_latch_destroy(&relay2.release[k]);
+	}
+	pthread_mutex_destroy(&relay2.lock);
+	pthread_cond_destroy(&relay2.cond);
+}
+
 /* ---- metrics: errors, the sized struct, off -> on --------------------- */
 
 static void
@@ -2187,6 +2350,8 @@ main(void)
 		    test_strategy_miss_waits_for_reserved, wait_hook_reset),
 		cmocka_unit_test_teardown(
 		    test_strategy_miss_wait_earns_its_cpu, wait_hook_reset),
+		cmocka_unit_test_teardown(
+		    test_strategy_miss_wait_relays_once, wait_hook_reset),
 		cmocka_unit_test(test_strategy_metrics_errors),
 		cmocka_unit_test(test_strategy_bad_input),
 	};
