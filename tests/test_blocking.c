@@ -16,6 +16,9 @@
 #define TU_FAULT_INJECTION
 #include "helpers.h"
 
+#include "engine/locked.h"
+#include "pool/pool.h"
+
 /* How long a test waits for a pool that is expected to stay stuck. */
 #define STUCK_NS (200 * TU_MS)
 
@@ -467,6 +470,166 @@ test_blocking_scale_first(void **state)
 	tu_latch_destroy(&s.latch);
 }
 
+/* ---- the rules of compensation ---------------------------------------- */
+
+/*
+ * Core 2, max 4: one worker busy, one blocked; a third task gets a worker
+ * of its own (step 1 counts the running workers only, a stand-in). Two
+ * run, as many as the core size: a fourth task waits in the queue and
+ * nobody is started for it (the compensation floor is the core size).
+ */
+static void
+test_blocking_compensation_floor(void **state)
+{
+	tpe_t *pool = scene_pool(TPE_QUEUE_UNBOUNDED, 2, 4);
+	struct tu_latch started, gate;
+	struct tu_blocker busy[2] = { { &started, &gate, NULL, 0 },
+	    { &started, &gate, NULL, 0 } };
+	struct tpe_stats st;
+	struct sf s;
+	int count = 0;
+
+	(void)state;
+	tu_latch_init(&started, 1);
+	tu_latch_init(&gate, 1);
+	tu_latch_init(&s.inside, 1);
+	tu_latch_init(&s.latch, 1);
+	assert_int_equal(tpe_execute(pool, tu_blocker_fn, &busy[0]), 0);
+	assert_int_equal(tpe_execute(pool, sf_blocked_fn, &s), 0);
+	assert_true(tu_latch_wait_for(&s.inside, TU_WAIT_BOUND));
+	assert_true(tu_latch_wait_for(&started, TU_WAIT_BOUND));
+	tu_latch_destroy(&started);
+	tu_latch_init(&started, 1);
+	assert_int_equal(tpe_execute(pool, tu_blocker_fn, &busy[1]), 0);
+	assert_true(tu_latch_wait_for(&started, TU_WAIT_BOUND));
+	assert_int_equal(tu_stats(pool).compensations, 1);
+	/* Decided under the lock before tpe_execute returns. */
+	assert_int_equal(tpe_execute(pool, tu_count_fn, &count), 0);
+	st = tu_stats(pool);
+	assert_int_equal(st.pool_size, 3);
+	assert_int_equal(st.compensations, 1);
+	assert_int_equal(st.queued, 1);
+	tu_latch_count_down(&gate);
+	tu_latch_count_down(&s.latch);
+	assert_int_equal(tpe_destroy(pool), 0);
+	assert_int_equal(count, 1);
+	tu_latch_destroy(&started);
+	tu_latch_destroy(&gate);
+	tu_latch_destroy(&s.inside);
+	tu_latch_destroy(&s.latch);
+}
+
+/*
+ * Core 0, max 2: step 1 never starts a worker, so the only stand-in for a
+ * blocked worker is the one the submission makes after its offer
+ * (ensure_taker_locked). Without it the task would wait behind the
+ * blocked one for ever, as a core-size pool would.
+ */
+static void
+test_blocking_submission_compensates(void **state)
+{
+	tpe_t *pool = scene_pool(TPE_QUEUE_UNBOUNDED, 0, 2);
+	struct tpe_stats st;
+	struct sf s;
+
+	(void)state;
+	tu_latch_init(&s.inside, 1);
+	tu_latch_init(&s.latch, 1);
+	assert_int_equal(tpe_execute(pool, sf_blocked_fn, &s), 0);
+	assert_true(tu_latch_wait_for(&s.inside, TU_WAIT_BOUND));
+	assert_int_equal(tu_stats(pool).pool_size, 1);
+	assert_int_equal(tpe_execute(pool, opener_fn, &s.latch), 0);
+	/* Started under the lock before tpe_execute returns; an idle
+	 * worker above core stays for the keep-alive (60 s). */
+	st = tu_stats(pool);
+	assert_int_equal(st.compensations, 1);
+	assert_int_equal(st.pool_size, 2);
+	assert_int_equal(tpe_wait_idle(pool, TU_WAIT_BOUND), 0);
+	assert_int_equal(tu_stats(pool).blocked, 0);
+	assert_int_equal(tpe_destroy(pool), 0);
+	tu_latch_destroy(&s.inside);
+	tu_latch_destroy(&s.latch);
+}
+
+/*
+ * A worker begins a section while a task is queued and an idle worker
+ * waits for it: that worker is woken to run it, no thread is started.
+ * The state is built under the pool's lock: the second worker of a core-2
+ * pool asleep in the locked engine's wait, a task offered to the queue
+ * and no wake-up sent (a submitter between its unlock and its signal).
+ */
+struct beginner {
+	struct tu_latch started, go, release;
+	int begin_rc;
+};
+
+static void
+beginner_fn(void *arg)
+{
+	struct beginner *b = arg;
+
+	tu_latch_count_down(&b->started);
+	tu_latch_wait(&b->go);
+	b->begin_rc = tpe_blocking_begin();
+	tu_latch_wait(&b->release);
+	assert_int_equal(tpe_blocking_end(), 0);
+}
+
+/* One worker runs a task and the other sleeps in the engine's wait. */
+static bool
+one_asleep(tpe_t *pool)
+{
+	struct tpe__locked *le = (struct tpe__locked *)pool->engine;
+	bool asleep;
+
+	tpe__mutex_lock(&pool->lock);
+	asleep = pool->active == 1 && le->takers == 1 && le->sleepers == 1;
+	tpe__mutex_unlock(&pool->lock);
+	return asleep;
+}
+
+static void
+test_blocking_begin_wakes_idle_worker(void **state)
+{
+	tpe_t *pool = scene_pool(TPE_QUEUE_BOUNDED, 2, 4);
+	struct tpe__locked *le = (struct tpe__locked *)pool->engine;
+	struct tpe__task *t;
+	struct beginner b;
+	struct tpe_stats st;
+	sem_t ran;
+	char token = 0;
+
+	(void)state;
+	memset(&b, 0, sizeof(b));
+	tu_latch_init(&b.started, 1);
+	tu_latch_init(&b.go, 1);
+	tu_latch_init(&b.release, 1);
+	assert_int_equal(sem_init(&ran, 0, 0), 0);
+	assert_int_equal(tpe_prestart_core_threads(pool, NULL), 0);
+	assert_int_equal(tpe_execute(pool, beginner_fn, &b), 0);
+	assert_true(tu_latch_wait_for(&b.started, TU_WAIT_BOUND));
+	assert_true(TU_EVENTUALLY(one_asleep(pool), TU_WAIT_BOUND));
+	t = tpe__task_new(&pool->tasks, tu_post_fn, &ran, NULL, &token);
+	assert_non_null(t);
+	tpe__mutex_lock(&pool->lock);
+	assert_int_equal(le->q->ops->offer(le->q, t, le->takers), 0);
+	tpe__pool_count_submitted(pool, 1);
+	tpe__mutex_unlock(&pool->lock);
+	tu_latch_count_down(&b.go);
+	/* Only the begin wakes the sleeper. */
+	assert_true(tu_sem_wait_for(&ran, TU_WAIT_BOUND));
+	st = tu_stats(pool);
+	assert_int_equal(b.begin_rc, 0);
+	assert_int_equal(st.compensations, 0);
+	assert_int_equal(st.largest_pool_size, 2);
+	tu_latch_count_down(&b.release);
+	assert_int_equal(tpe_destroy(pool), 0);
+	tu_latch_destroy(&b.started);
+	tu_latch_destroy(&b.go);
+	tu_latch_destroy(&b.release);
+	sem_destroy(&ran);
+}
+
 /* ---- spares stay until the keep-alive --------------------------------- */
 
 /*
@@ -749,6 +912,114 @@ open_fn(void *arg)
 	assert_int_equal(tpe_blocking_begin(), 0);
 }
 
+/*
+ * A task that returned inside its section left it to the pool, which
+ * closed it: the next task on the same thread (a pool of one) opens a
+ * section of its own, counted as blocked again.
+ */
+struct after_open {
+	tpe_t *pool;
+	size_t inside, after;
+};
+
+static void
+after_open_fn(void *arg)
+{
+	struct after_open *a = arg;
+
+	assert_int_equal(tpe_blocking_begin(), 0);
+	a->inside = blocked_now(a->pool);
+	assert_int_equal(tpe_blocking_end(), 0);
+	a->after = blocked_now(a->pool);
+}
+
+static void
+test_blocking_left_open_section_closed(void **state)
+{
+	struct after_open a = { 0 };
+
+	(void)state;
+	a.pool = scene_pool(TPE_QUEUE_UNBOUNDED, 1, 1);
+	assert_int_equal(tpe_execute(a.pool, open_fn, NULL), 0);
+	assert_int_equal(tpe_wait_idle(a.pool, TU_WAIT_BOUND), 0);
+	assert_int_equal(blocked_now(a.pool), 0);
+	assert_int_equal(tpe_execute(a.pool, after_open_fn, &a), 0);
+	assert_int_equal(tpe_wait_idle(a.pool, TU_WAIT_BOUND), 0);
+	assert_int_equal(a.inside, 1);
+	assert_int_equal(a.after, 0);
+	assert_int_equal(blocked_now(a.pool), 0);
+	assert_int_equal(tu_stats(a.pool).pool_size, 1);
+	assert_int_equal(tpe_destroy(a.pool), 0);
+}
+
+/*
+ * tpe_managed_block asks is_releasable before it opens a section: a
+ * condition already met blocks nothing, counts the worker as blocked at
+ * no moment, and starts nobody for the task queued behind it.
+ */
+struct releasable {
+	tpe_t *pool;
+	struct tu_latch go;
+	int calls, blocks, rc;
+	size_t blocked_seen; /* at the first call */
+};
+
+static bool
+releasable_now(void *ctx)
+{
+	struct releasable *r = ctx;
+
+	if (r->calls++ == 0)
+		r->blocked_seen = blocked_now(r->pool);
+	return true;
+}
+
+static bool
+releasable_block(void *ctx)
+{
+	struct releasable *r = ctx;
+
+	r->blocks++;
+	return true;
+}
+
+static void
+releasable_fn(void *arg)
+{
+	struct releasable *r = arg;
+
+	tu_latch_wait(&r->go);
+	r->rc = tpe_managed_block(releasable_now, releasable_block, r);
+}
+
+static void
+test_blocking_managed_releasable_first(void **state)
+{
+	struct releasable r;
+	struct tpe_stats st;
+	int count = 0;
+
+	(void)state;
+	memset(&r, 0, sizeof(r));
+	r.pool = scene_pool(TPE_QUEUE_UNBOUNDED, 1, 1);
+	tu_latch_init(&r.go, 1);
+	assert_int_equal(tpe_execute(r.pool, releasable_fn, &r), 0);
+	/* Queued behind it: a section would start a worker for it. */
+	assert_int_equal(tpe_execute(r.pool, tu_count_fn, &count), 0);
+	tu_latch_count_down(&r.go);
+	assert_int_equal(tpe_wait_idle(r.pool, TU_WAIT_BOUND), 0);
+	st = tu_stats(r.pool);
+	assert_int_equal(r.rc, 0);
+	assert_int_equal(r.calls, 1);
+	assert_int_equal(r.blocks, 0);
+	assert_int_equal(r.blocked_seen, 0);
+	assert_int_equal(st.compensations, 0);
+	assert_int_equal(st.largest_pool_size, 1);
+	assert_int_equal(tpe_destroy(r.pool), 0);
+	assert_int_equal(count, 1);
+	tu_latch_destroy(&r.go);
+}
+
 static void
 test_blocking_nested(void **state)
 {
@@ -980,6 +1251,9 @@ main(void)
 		cmocka_unit_test(test_blocking_deadlock_lifted),
 		cmocka_unit_test(test_blocking_per_worker_deadlock),
 		cmocka_unit_test(test_blocking_resume_stands_in),
+		cmocka_unit_test(test_blocking_compensation_floor),
+		cmocka_unit_test(test_blocking_submission_compensates),
+		cmocka_unit_test(test_blocking_begin_wakes_idle_worker),
 		cmocka_unit_test(test_blocking_future_get),
 		cmocka_unit_test(test_blocking_bounded_by_spares),
 		cmocka_unit_test(test_blocking_spares_retire),
@@ -989,6 +1263,8 @@ main(void)
 		cmocka_unit_test(test_blocking_metrics),
 		cmocka_unit_test(test_blocking_reserve),
 		cmocka_unit_test(test_blocking_nested),
+		cmocka_unit_test(test_blocking_left_open_section_closed),
+		cmocka_unit_test(test_blocking_managed_releasable_first),
 		cmocka_unit_test(test_blocking_per_worker_second_section),
 		cmocka_unit_test(test_blocking_non_worker),
 		cmocka_unit_test(test_blocking_attr),

@@ -11,6 +11,11 @@
 
 #include "helpers.h"
 
+#include "base/sync.h"
+#include "engine/locked.h"
+#include "pool/pool.h"
+#include "queue/queue.h"
+
 #define EV_TIMEOUT (10 * TU_S)
 
 /* ---- argument checks (item 19) ------------------------------------------ */
@@ -1407,6 +1412,66 @@ test_execute_lockfree_offer_keeps_order(void **state)
 	tu_saturation_destroy(&sat);
 }
 
+/*
+ * A burst of tasks pushed without the lock onto the queue of a pool whose
+ * workers all sleep: only the first push wakes a sleeper (the later ones
+ * ride on its wake-up), and each worker that takes a task wakes the next
+ * while tasks remain that no awake worker will take (the cascade). So the
+ * burst runs on as many workers as are idle. The state is built with the
+ * engine's own steps: the pushes (tpe__queue_push_lockfree) and the one
+ * wake-up the first push's submitter sends under the lock.
+ */
+static bool
+all_asleep(tpe_t *p, size_t n)
+{
+	struct tpe__locked *le = (struct tpe__locked *)p->engine;
+	bool asleep;
+
+	tpe__mutex_lock(&p->lock);
+	asleep = le->sleepers == n;
+	tpe__mutex_unlock(&p->lock);
+	return asleep;
+}
+
+static void
+test_execute_woken_worker_wakes_next(void **state)
+{
+	enum { N = 3 };
+	tpe_t *p = tu_pool(N, N, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
+	struct tpe__locked *le = (struct tpe__locked *)p->engine;
+	struct tu_latch started, gate;
+	struct tu_blocker b[N];
+	struct tpe__task *t;
+	char token = 0;
+	int i;
+
+	(void)state;
+	tu_latch_init(&started, N);
+	tu_latch_init(&gate, 1);
+	assert_int_equal(tpe_prestart_core_threads(p, NULL), 0);
+	assert_true(TU_EVENTUALLY(all_asleep(p, N), EV_TIMEOUT));
+	for (i = 0; i < N; i++) {
+		b[i] = (struct tu_blocker){ &started, &gate, NULL, 0 };
+		t = tpe__task_new(&p->tasks, tu_blocker_fn, &b[i], NULL,
+		    &token);
+		assert_non_null(t);
+		tpe__pool_count_submitted(p, 1);
+		assert_true(tpe__queue_push_lockfree(le->q, t) == (i == 0));
+	}
+	tpe__mutex_lock(&p->lock);
+	tpe__cond_signal(&le->work_cond);
+	tpe__mutex_unlock(&p->lock);
+	/* Each blocker holds its worker: all N run at once. */
+	assert_true(tu_latch_wait_for(&started, EV_TIMEOUT));
+	assert_int_equal(tu_stats(p).active, N);
+	tu_latch_count_down(&gate);
+	assert_int_equal(tpe_destroy(p), 0);
+	for (i = 0; i < N; i++)
+		assert_int_equal(tu_ran(&b[i]), 1);
+	tu_latch_destroy(&started);
+	tu_latch_destroy(&gate);
+}
+
 int
 main(void)
 {
@@ -1441,6 +1506,7 @@ main(void)
 		cmocka_unit_test(test_execute_lockfree_offer_races_keep_alive),
 		cmocka_unit_test(test_execute_lockfree_offer_wakes_sleepers),
 		cmocka_unit_test(test_execute_lockfree_offer_keeps_order),
+		cmocka_unit_test(test_execute_woken_worker_wakes_next),
 	};
 
 	tu_time_bound(0);

@@ -547,6 +547,54 @@ fifo(enum tpe_queue_kind kind, size_t cap, size_t queued)
 	tu_saturation_destroy(&sat);
 }
 
+/*
+ * Room that the head of the line waits for is the head's, even before it
+ * wakes: a later call does not take it. The state is built under the
+ * pool's lock: a waiter asleep in the line and a place in the queue freed
+ * without the room's wake-up yet (a worker that took a task and signalled
+ * the head, which has not got the lock back).
+ */
+static void
+test_execute_wait_later_caller_keeps_out(void **state)
+{
+	struct tu_saturation sat;
+	struct waiter w = { .fn = tu_count_fn, .timeout = -1 };
+	struct tpe__task *queued;
+	struct tpe__locked *le;
+	tpe_t *p;
+	int n = 0, later = 0;
+
+	(void)state;
+	p = tu_pool(1, 1, TPE_QUEUE_BOUNDED, 1, TPE_REJECT_ABORT);
+	le = (struct tpe__locked *)p->engine;
+	tu_saturate(p, 1, 1, &sat);
+	w.pool = p;
+	w.arg = &n;
+	waiter_start(&w);
+	tpe__mutex_lock(&p->lock);
+	queued = le->q->ops->poll(le->q);
+	assert_non_null(queued);
+	tpe__pool_count_submitted(p, -1);
+	tpe__mutex_unlock(&p->lock);
+	/* The queue has room; the waiter has not seen it yet. */
+	assert_int_equal(stats(p).queued, 0);
+	assert_int_equal(tpe_execute_wait(p, tu_count_fn, &later, 0),
+	    ETIMEDOUT);
+	assert_int_equal(stats(p).queued, 0);
+	assert_int_equal(tpe__submit_waiting(p), 1);
+	/* The wake-up the room sends. */
+	tpe__mutex_lock(&p->lock);
+	tpe__pool_room_locked(p);
+	tpe__mutex_unlock(&p->lock);
+	assert_int_equal(waiter_join(&w), 0);
+	tpe__task_free(&p->tasks, queued);
+	tu_unsaturate(&sat);
+	assert_int_equal(tpe_destroy(p), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(later, 0);
+	tu_saturation_destroy(&sat);
+}
+
 static void
 test_execute_wait_fifo(void **state)
 {
@@ -1039,6 +1087,7 @@ main(void)
 		cmocka_unit_test(test_execute_wait_resize),
 		cmocka_unit_test(test_execute_wait_paused),
 		cmocka_unit_test(test_execute_wait_fifo),
+		cmocka_unit_test(test_execute_wait_later_caller_keeps_out),
 		cmocka_unit_test(test_execute_wait_einval),
 		cmocka_unit_test(test_execute_wait_ecanceled),
 		cmocka_unit_test(test_execute_wait_shutdown_wakes),
