@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_per_worker.c - TPE_QUEUE_PER_WORKER: the fixed pool of per-worker
- * stacks (lib/engine/stacks.c).
+ * stacks (the stacks engine, lib/engine/stacks*.c).
  *
  * White-box where a state cannot be built from outside: the tests set the
- * workers' idle spin to 0 (tpe__per_worker_spin_ns) so that an idle worker
+ * workers' idle spin to 0 (tpe__stacks_spin_ns) so that an idle worker
  * sleeps at once and every submission races with a worker going to sleep,
- * and read how many workers sleep (tpe__queue_per_worker_sleepers).
+ * and read how many workers sleep (tpe__stacks_sleepers).
  * TPE_TEST_FILTER=<case> runs one case (the mutant check).
  *
  * The exactly-once stress runs 4 submitters x TPE_PW_STRESS_TASKS tasks
@@ -47,13 +47,13 @@ static int
 reset_spin(void **state)
 {
 	(void)state;
-	tpe__per_worker_spin_ns = 50000;
+	tpe__stacks_spin_ns = 50000;
 	/* A test that failed leaves no hook behind. */
-	__atomic_store_n(&tpe__per_worker_steal_hook, NULL, __ATOMIC_SEQ_CST);
-	__atomic_store_n(&tpe__per_worker_sleep_hook, NULL, __ATOMIC_SEQ_CST);
-	__atomic_store_n(&tpe__per_worker_yield_hook, NULL, __ATOMIC_SEQ_CST);
-	__atomic_store_n(&tpe__per_worker_watch_hook, NULL, __ATOMIC_SEQ_CST);
-	__atomic_store_n(&tpe__per_worker_batch_hook, NULL, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&tpe__stacks_steal_hook, NULL, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&tpe__stacks_sleep_hook, NULL, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&tpe__stacks_yield_hook, NULL, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&tpe__stacks_watch_hook, NULL, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&tpe__stacks_batch_hook, NULL, __ATOMIC_SEQ_CST);
 	return 0;
 }
 
@@ -214,7 +214,7 @@ test_per_worker_no_lost_wakeup(void **state)
 	sem_t sem;
 
 	(void)state;
-	tpe__per_worker_spin_ns = 0;
+	tpe__stacks_spin_ns = 0;
 	p = pw_pool(2);
 	assert_int_equal(sem_init(&sem, 0, 0), 0);
 	for (i = 0; i < rounds; i++) {
@@ -259,13 +259,13 @@ test_per_worker_push_before_sleep_marker(void **state)
 	tpe_t *p;
 
 	(void)state;
-	tpe__per_worker_spin_ns = 0;
+	tpe__stacks_spin_ns = 0;
 	tu_latch_init(&hooked, 1);
 	tu_latch_init(&go, 1);
 	sleep_hooked = &hooked;
 	sleep_go = &go;
 	__atomic_store_n(&sleep_hook_once, 0, __ATOMIC_SEQ_CST);
-	__atomic_store_n(&tpe__per_worker_sleep_hook, sleep_race_hook,
+	__atomic_store_n(&tpe__stacks_sleep_hook, sleep_race_hook,
 	    __ATOMIC_SEQ_CST);
 	p = pw_pool(1);
 	/* Starts the worker if it is not yet; it then goes idle. */
@@ -276,7 +276,7 @@ test_per_worker_push_before_sleep_marker(void **state)
 	if (!TU_EVENTUALLY(tu_load(&count) == 2, EV_TIMEOUT))
 		fail_msg("the task pushed before the marker never ran");
 	assert_int_equal(tpe_wait_idle(p, EV_TIMEOUT), 0);
-	__atomic_store_n(&tpe__per_worker_sleep_hook, NULL, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&tpe__stacks_sleep_hook, NULL, __ATOMIC_SEQ_CST);
 	assert_int_equal(tu_stats(p).completed, 2);
 	assert_int_equal(tpe_destroy(p), 0);
 	tu_latch_destroy(&hooked);
@@ -286,9 +286,9 @@ test_per_worker_push_before_sleep_marker(void **state)
 /*
  * Back-pressure: a submitter whose slot's worker is far behind yields its
  * CPU now and then, and only then. Built exactly: the one worker is held
- * in a task, so every push stays on its stack; up to TPE__PW_BACKLOG_MAX
+ * in a task, so every push stays on its stack; up to TPE__STACKS_BACKLOG_MAX
  * pushes since its take, no yield; two looks later (one every
- * TPE__PW_BACKLOG_EVERY pushes of this thread), at least one. Every task
+ * TPE__STACKS_BACKLOG_EVERY pushes of this thread), at least one. Every task
  * still runs once, and once the worker has caught up, pushes yield no
  * more.
  */
@@ -315,14 +315,14 @@ test_per_worker_yields_when_far_behind(void **state)
 	tu_latch_init(&release, 1);
 	b = (struct tu_blocker){ &started, &release, NULL, 0 };
 	__atomic_store_n(&yields, 0, __ATOMIC_SEQ_CST);
-	__atomic_store_n(&tpe__per_worker_yield_hook, count_yield_hook,
+	__atomic_store_n(&tpe__stacks_yield_hook, count_yield_hook,
 	    __ATOMIC_SEQ_CST);
 	assert_int_equal(tpe_execute(p, tu_blocker_fn, &b), 0);
 	assert_true(tu_latch_wait_for(&started, TU_WAIT_BOUND));
-	for (i = 0; i < TPE__PW_BACKLOG_MAX; i++, n++)
+	for (i = 0; i < TPE__STACKS_BACKLOG_MAX; i++, n++)
 		assert_int_equal(tpe_execute(p, tu_count_fn, &count), 0);
 	assert_int_equal(__atomic_load_n(&yields, __ATOMIC_SEQ_CST), 0);
-	for (i = 0; i < 2 * TPE__PW_BACKLOG_EVERY; i++, n++)
+	for (i = 0; i < 2 * TPE__STACKS_BACKLOG_EVERY; i++, n++)
 		assert_int_equal(tpe_execute(p, tu_count_fn, &count), 0);
 	assert_true(__atomic_load_n(&yields, __ATOMIC_SEQ_CST) >= 1);
 	tu_latch_count_down(&release);
@@ -330,11 +330,11 @@ test_per_worker_yields_when_far_behind(void **state)
 	assert_int_equal(tu_load(&count), n);
 	/* Caught up: the worker took its stack, nothing is behind. */
 	after = __atomic_load_n(&yields, __ATOMIC_SEQ_CST);
-	for (i = 0; i < 2 * TPE__PW_BACKLOG_EVERY; i++, n++)
+	for (i = 0; i < 2 * TPE__STACKS_BACKLOG_EVERY; i++, n++)
 		assert_int_equal(tpe_execute(p, tu_count_fn, &count), 0);
 	assert_int_equal(__atomic_load_n(&yields, __ATOMIC_SEQ_CST), after);
 	assert_int_equal(tpe_wait_idle(p, EV_TIMEOUT), 0);
-	__atomic_store_n(&tpe__per_worker_yield_hook, NULL, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&tpe__stacks_yield_hook, NULL, __ATOMIC_SEQ_CST);
 	assert_int_equal(tu_load(&count), n);
 	assert_int_equal(tu_stats(p).completed, (uint64_t)n + 1);
 	assert_int_equal(tpe_destroy(p), 0);
@@ -413,8 +413,8 @@ test_per_worker_large_batch_newest_first(void **state)
 {
 	(void)state;
 	assert_false(held_batch_newest_first(8));
-	assert_false(held_batch_newest_first(TPE__PW_LIFO_BATCH));
-	assert_true(held_batch_newest_first(TPE__PW_LIFO_BATCH + 1));
+	assert_false(held_batch_newest_first(TPE__STACKS_LIFO_BATCH));
+	assert_true(held_batch_newest_first(TPE__STACKS_LIFO_BATCH + 1));
 }
 
 /*
@@ -507,7 +507,7 @@ steal_case(bool one_by_one)
 	tpe_t *p;
 	int i, n = 200;
 
-	tpe__per_worker_spin_ns = one_by_one ? 0 : 50000;
+	tpe__stacks_spin_ns = one_by_one ? 0 : 50000;
 	p = pw_pool(2);
 	tu_latch_init(&started, 1);
 	tu_latch_init(&release, 1);
@@ -592,7 +592,7 @@ rest_give_up(tpe_t *p, const char *what, int count)
 	size_t asleep = sleepers(p);
 	int i;
 
-	__atomic_store_n(&tpe__per_worker_steal_hook, NULL, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&tpe__stacks_steal_hook, NULL, __ATOMIC_SEQ_CST);
 	tu_latch_count_down(&rest.go);
 	for (i = 0; i < 2; i++)
 		tu_latch_count_down(&rest.release[i]);
@@ -607,7 +607,7 @@ test_per_worker_rest_stolen_once(void **state)
 	tpe_t *p;
 
 	(void)state;
-	tpe__per_worker_spin_ns = 0;
+	tpe__stacks_spin_ns = 0;
 	p = pw_pool(2);
 	for (i = 0; i < 2; i++) {
 		tu_latch_init(&rest.started[i], 1);
@@ -628,7 +628,7 @@ test_per_worker_rest_stolen_once(void **state)
 	if (!TU_EVENTUALLY(tu_load(&nudged) == 1 && sleepers(p) == 1,
 	    EV_TIMEOUT))
 		rest_give_up(p, "the nudge behind A never ran", 0);
-	__atomic_store_n(&tpe__per_worker_steal_hook, rest_steal_hook,
+	__atomic_store_n(&tpe__stacks_steal_hook, rest_steal_hook,
 	    __ATOMIC_SEQ_CST);
 	assert_int_equal(tpe_execute(p, tu_blocker_fn, &rest.b[1]), 0);
 	assert_int_equal(tpe_execute(p, tu_count_fn, &count), 0);
@@ -649,7 +649,7 @@ test_per_worker_rest_stolen_once(void **state)
 		    tu_load(&count));
 	tu_latch_count_down(&rest.release[1]);
 	assert_int_equal(tpe_wait_idle(p, EV_TIMEOUT), 0);
-	__atomic_store_n(&tpe__per_worker_steal_hook, NULL, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&tpe__stacks_steal_hook, NULL, __ATOMIC_SEQ_CST);
 	assert_int_equal(tu_load(&count), 2);
 	assert_int_equal(tu_load(&nudged), 1);
 	assert_int_equal(tu_stats(p).completed, 5);
@@ -716,8 +716,8 @@ pass_give_up(tpe_t *p, const char *what, int count)
 	size_t asleep = sleepers(p), watching = tpe__stacks_watchers(p->engine);
 	int i;
 
-	__atomic_store_n(&tpe__per_worker_watch_hook, NULL, __ATOMIC_SEQ_CST);
-	__atomic_store_n(&tpe__per_worker_batch_hook, NULL, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&tpe__stacks_watch_hook, NULL, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&tpe__stacks_batch_hook, NULL, __ATOMIC_SEQ_CST);
 	tu_latch_count_down(&pass.go);
 	tu_latch_count_down(&pass.batch_go);
 	for (i = 0; i < NBLOCK; i++)
@@ -734,7 +734,7 @@ pass_setup(void)
 	int nudged = 0, i;
 	tpe_t *p;
 
-	tpe__per_worker_spin_ns = 0;
+	tpe__stacks_spin_ns = 0;
 	p = pw_pool(3);
 	for (i = 0; i < NBLOCK; i++) {
 		tu_latch_init(&pass.started[i], 1);
@@ -763,7 +763,7 @@ pass_setup(void)
 	    tpe__stacks_watchers(p->engine) == 1, EV_TIMEOUT))
 		pass_give_up(p, "W never watched", 0);
 	/* W's next look holds in the hook, W still counted as watching. */
-	__atomic_store_n(&tpe__per_worker_watch_hook, pass_watch_hook,
+	__atomic_store_n(&tpe__stacks_watch_hook, pass_watch_hook,
 	    __ATOMIC_SEQ_CST);
 	if (!tu_latch_wait_for(&pass.hooked, TU_WAIT_BOUND))
 		pass_give_up(p, "W never looked", 0);
@@ -776,8 +776,8 @@ pass_finish(tpe_t *p, int count, int count_want, size_t completed)
 {
 	int i;
 
-	__atomic_store_n(&tpe__per_worker_watch_hook, NULL, __ATOMIC_SEQ_CST);
-	__atomic_store_n(&tpe__per_worker_batch_hook, NULL, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&tpe__stacks_watch_hook, NULL, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&tpe__stacks_batch_hook, NULL, __ATOMIC_SEQ_CST);
 	for (i = 0; i < NBLOCK; i++)
 		tu_latch_count_down(&pass.release[i]);
 	assert_int_equal(tpe_wait_idle(p, EV_TIMEOUT), 0);
@@ -848,7 +848,7 @@ test_per_worker_batch_rest_published_before_check(void **state)
 
 	(void)state;
 	p = pass_setup();
-	__atomic_store_n(&tpe__per_worker_batch_hook, pass_batch_hook,
+	__atomic_store_n(&tpe__stacks_batch_hook, pass_batch_hook,
 	    __ATOMIC_SEQ_CST);
 	assert_int_equal(tpe_execute(p, tu_blocker_fn, &pass.b[B1]), 0);
 	assert_int_equal(tpe_execute(p, tu_blocker_fn, &pass.b[BW]), 0);
@@ -904,7 +904,7 @@ test_per_worker_failed_steal_leaves_thief_asleep(void **state)
 	tpe_t *p;
 
 	(void)state;
-	tpe__per_worker_spin_ns = 0;
+	tpe__stacks_spin_ns = 0;
 	p = pw_pool(2);
 	tu_latch_init(&started, 1);
 	tu_latch_init(&release, 1);
@@ -918,12 +918,12 @@ test_per_worker_failed_steal_leaves_thief_asleep(void **state)
 	/* The other worker sleeps: t2 goes behind the held one, and the
 	 * push wakes the sleeper as the watcher that will try to steal. */
 	assert_true(TU_EVENTUALLY(sleepers(p) == 1, EV_TIMEOUT));
-	__atomic_store_n(&tpe__per_worker_steal_hook, failed_steal_hook,
+	__atomic_store_n(&tpe__stacks_steal_hook, failed_steal_hook,
 	    __ATOMIC_SEQ_CST);
 	assert_int_equal(tpe_execute(p, latch_fn, &t2), 0);
 	assert_true(tu_latch_wait_for(&t2, TU_WAIT_BOUND));
 	assert_int_equal(tpe_wait_idle(p, EV_TIMEOUT), 0);
-	__atomic_store_n(&tpe__per_worker_steal_hook, NULL, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&tpe__stacks_steal_hook, NULL, __ATOMIC_SEQ_CST);
 	assert_int_equal(__atomic_load_n(&failed_steal_hooked,
 	    __ATOMIC_SEQ_CST), 1);
 	s = tu_stats(p);
@@ -1053,7 +1053,7 @@ test_per_worker_shutdown_now_hands_back_all(void **state)
 	void *res;
 
 	(void)state;
-	tpe__per_worker_spin_ns = 0;
+	tpe__stacks_spin_ns = 0;
 	p = pw_pool_with(2, (struct tu_pool_opts){ .discard = count_handed,
 	    .discard_ctx = &discarded });
 	assert_true(TU_EVENTUALLY(sleepers(p) == 2, EV_TIMEOUT));
@@ -1393,8 +1393,8 @@ main(void)
 		    reset_spin),
 		cmocka_unit_test_setup(test_per_worker_steals_from_held_worker,
 		    reset_spin),
-		cmocka_unit_test_setup(test_per_worker_watcher_steals_one_by_one,
-		    reset_spin),
+		cmocka_unit_test_setup(
+		    test_per_worker_watcher_steals_one_by_one, reset_spin),
 		cmocka_unit_test_setup(
 		    test_per_worker_failed_steal_leaves_thief_asleep,
 		    reset_spin),
