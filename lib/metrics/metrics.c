@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "base/atomic.h"
+#include "base/fork.h"
+#include "base/park.h"
 #include "base/sized.h"
 #include "base/sync.h"
 #include "metrics/metrics.h"
@@ -16,6 +18,25 @@
 TPE__TLS struct tpe__metrics_worker *tpe__metrics_tls_worker; /* metrics.h */
 
 TPE__TLS unsigned tpe__metrics_tls_tick; /* metrics.h */
+
+void (*tpe__metrics_record_hook)(void); /* metrics.h */
+void (*tpe__metrics_wait_hook)(void);   /* metrics.h */
+
+/* A reader that waits for a record under way spins this long, then
+ * sleeps up to this long a step (base/park.h): the record is a few dozen
+ * instructions, unless its thread was preempted inside them. */
+#define WAIT_SPIN_NS INT64_C(20000)
+#define WAIT_SLEEP_MAX_NS INT64_C(1000000)
+
+/* Calls a white-box test's hook when one is set (metrics.h). */
+static inline void
+test_hook(void (**where)(void))
+{
+	void (*hook)(void) = __atomic_load_n(where, __ATOMIC_RELAXED);
+
+	if (hook != NULL)
+		hook();
+}
 
 _Static_assert(sizeof(struct tpe__hist) == sizeof(struct tpe_histogram),
     "struct tpe__hist mirrors struct tpe_histogram");
@@ -42,6 +63,41 @@ const struct tpe__sized tpe__metrics_layout = {
 	sizeof(struct tpe_metrics), metrics_ends,
 	sizeof(metrics_ends) / sizeof(metrics_ends[0])
 };
+
+/* ---- the plain counts of a read --------------------------------------- */
+
+#define B(f) offsetof(struct tpe__metrics_worker, f)
+#define O(f) offsetof(struct tpe_metrics, f)
+/* Where each count of a block is, and where it goes in the snapshot. */
+static const struct {
+	size_t block, out;
+} block_counts[TPE__M_PLAIN_BLOCK] = {
+	{ B(tasks_untimed), O(tasks_run) },
+	{ B(idle_waits), O(idle_waits) },
+	{ B(wakeups), O(wakeups) },
+	{ B(spin_hits), O(spin_hits) },
+	{ B(batches), O(batches) },
+	{ B(steals), O(steals) },
+	{ B(stolen_tasks), O(stolen_tasks) },
+};
+/* Where each pool-wide counter goes in the snapshot. */
+static const size_t counter_out[TPE__M_COUNT] = {
+	[TPE__M_RESERVE_HIT] = O(reserve_hits),
+	[TPE__M_RESERVE_MISS] = O(reserve_misses),
+	[TPE__M_REJECT_ABORT] = O(rejected_abort),
+	[TPE__M_REJECT_CALLER_RUNS] = O(rejected_caller_runs),
+	[TPE__M_REJECT_DISCARD] = O(rejected_discard),
+	[TPE__M_REJECT_DISCARD_OLDEST] = O(rejected_discard_oldest),
+	[TPE__M_REJECT_HANDLER] = O(rejected_handler),
+	[TPE__M_REJECT_SHUTDOWN] = O(rejected_shutdown),
+	[TPE__M_THREAD_STARTED] = O(threads_started),
+	[TPE__M_THREAD_RETIRED] = O(threads_retired),
+	[TPE__M_THREAD_FAILED] = O(threads_failed),
+};
+#undef B
+#undef O
+/* A plain count's place in the baseline and in a raw read. */
+#define COUNTER(c) (TPE__M_PLAIN_BLOCK + (c))
 
 /* ---- the histogram ---------------------------------------------------- */
 
@@ -173,6 +229,7 @@ tpe__metrics_create(struct tpe__metrics **mp, unsigned flags)
 		return ENOMEM;
 	memset(m, 0, sizeof(*m));
 	m->time_all = (flags & TPE_METRICS_TIME_ALL) != 0;
+	m->fork_gen = tpe__fork_gen();
 	*mp = m;
 	return 0;
 }
@@ -188,7 +245,6 @@ tpe__metrics_destroy(struct tpe__metrics *m)
 		next = w->all_next;
 		free(w);
 	}
-	free(m->baseline);
 	free(m);
 }
 
@@ -227,17 +283,26 @@ tpe__metrics_worker_put_locked(struct tpe__metrics *m,
 
 /* ---- timing ----------------------------------------------------------- */
 
+/* One record into the writer's set (design notes: the phaser). */
 void
 tpe__metrics_task_end_slow(struct tpe__metrics_worker *w,
     int64_t accepted_tick, int64_t start_tick)
 {
-	int64_t now = tpe__metrics_clock();
+	uint64_t wait_ns = tpe__tick_to_ns(start_tick - accepted_tick);
+	uint64_t run_ns = tpe__tick_to_ns(tpe__metrics_clock() - start_tick);
+	unsigned seq = tpe__hint_load(&w->seq); /* its own word */
+	struct tpe__metrics_timed *t;
 
-	tpe__hist_record(&w->queue_wait,
-	    tpe__tick_to_ns(start_tick - accepted_tick), false);
-	tpe__hist_record(&w->run_time, tpe__tick_to_ns(now - start_tick),
-	    false);
-	tpe__metrics_add(&w->tasks_timed, 1);
+	/* (1) Odd, then the phase, both seq_cst: the Dekker pair of
+	 * fold_block's store of the phase then load of seq. */
+	(void)tpe__exchange(&w->seq, seq + 1);
+	t = &w->timed[tpe__dekker_load(&w->phase)];
+	tpe__hist_record(&t->queue_wait, wait_ns, false);
+	test_hook(&tpe__metrics_record_hook);
+	tpe__hist_record(&t->run_time, run_ns, false);
+	/* (2) Even again, release: pairs with fold_block's acquire loads
+	 * of seq, which then see the record whole. */
+	tpe__publish(&w->seq, seq + 2);
 }
 
 /* ---- reading ---------------------------------------------------------- */
@@ -253,94 +318,90 @@ tpe__hist_sum(struct tpe_histogram *dst, const struct tpe__hist *src)
 		dst->buckets[i] += tpe__hint_load(&src->buckets[i]);
 }
 
+/* The writer of w is inside a record begun at `seq` (odd): waits until
+ * seq moves. (2) Acquire: pairs with the writer's release store at the
+ * record's end. */
 static void
-hist_sub(struct tpe_histogram *dst, const struct tpe_histogram *base)
+wait_record(const struct tpe__metrics_worker *w, unsigned seq)
 {
-	size_t i;
+	struct tpe__backoff b;
 
-	dst->count -= base->count;
-	dst->sum_ns -= base->sum_ns;
-	for (i = 0; i < TPE_HISTOGRAM_BUCKETS; i++)
-		dst->buckets[i] -= base->buckets[i];
+	test_hook(&tpe__metrics_wait_hook);
+	tpe__backoff_init(&b, WAIT_SPIN_NS, -1, WAIT_SLEEP_MAX_NS);
+	while (tpe__observe(&w->seq) == seq)
+		(void)tpe__backoff_step(&b);
 }
 
-/* The raw sums since tpe_create, into out (the counters only). */
+/* The set w's writer recorded into until now, folded into m->timed and
+ * zeroed; the writer goes on in the other (design notes). L held. */
 static void
-read_raw(const struct tpe__metrics *m, struct tpe_metrics *out)
+fold_block(struct tpe__metrics *m, struct tpe__metrics_worker *w)
 {
-	const struct tpe__metrics_worker *w;
+	unsigned old = tpe__hint_load(&w->phase); /* L: ours to write */
+	struct tpe__metrics_timed *t = &w->timed[old];
+	unsigned seq;
 
+	/* (1) The phase, then seq, both seq_cst: the Dekker pair of the
+	 * writer's exchange of seq then load of the phase. (3) The store
+	 * is also the release of the last zeroing of the other set. */
+	tpe__dekker_store(&w->phase, old ^ 1);
+	seq = tpe__dekker_load(&w->seq);
+	if ((seq & 1) != 0 && !tpe__forked_since(m->fork_gen))
+		wait_record(w, seq);
+	tpe__hist_sum(&m->timed.queue_wait, &t->queue_wait);
+	tpe__hist_sum(&m->timed.run_time, &t->run_time);
+	memset(t, 0, sizeof(*t));
+}
+
+/* Folds every block, then sums the plain counts into raw (the table's
+ * order). L held. */
+static void
+read_raw(struct tpe__metrics *m, uint64_t raw[TPE__M_PLAIN])
+{
+	struct tpe__metrics_worker *w;
+	size_t i;
+
+	memset(raw, 0, TPE__M_PLAIN * sizeof(raw[0]));
 	/* Acquire: pairs with the release CAS of worker_get. */
 	for (w = tpe__observe(&m->all); w != NULL; w = w->all_next) {
-		out->tasks_run += tpe__hint_load(&w->tasks_run);
-		out->tasks_timed += tpe__hint_load(&w->tasks_timed);
-		out->idle_waits += tpe__hint_load(&w->idle_waits);
-		out->wakeups += tpe__hint_load(&w->wakeups);
-		out->spin_hits += tpe__hint_load(&w->spin_hits);
-		out->batches += tpe__hint_load(&w->batches);
-		out->steals += tpe__hint_load(&w->steals);
-		out->stolen_tasks += tpe__hint_load(&w->stolen_tasks);
-		tpe__hist_sum(&out->queue_wait, &w->queue_wait);
-		tpe__hist_sum(&out->run_time, &w->run_time);
+		fold_block(m, w);
+		for (i = 0; i < TPE__M_PLAIN_BLOCK; i++)
+			raw[i] += tpe__hint_load((uint64_t *)(void *)
+			    ((char *)w + block_counts[i].block));
 	}
-#define C(f, i) out->f = tpe__counter_read(&m->counters[i])
-	C(reserve_hits, TPE__M_RESERVE_HIT);
-	C(reserve_misses, TPE__M_RESERVE_MISS);
-	C(rejected_abort, TPE__M_REJECT_ABORT);
-	C(rejected_caller_runs, TPE__M_REJECT_CALLER_RUNS);
-	C(rejected_discard, TPE__M_REJECT_DISCARD);
-	C(rejected_discard_oldest, TPE__M_REJECT_DISCARD_OLDEST);
-	C(rejected_handler, TPE__M_REJECT_HANDLER);
-	C(rejected_shutdown, TPE__M_REJECT_SHUTDOWN);
-	C(threads_started, TPE__M_THREAD_STARTED);
-	C(threads_retired, TPE__M_THREAD_RETIRED);
-	C(threads_failed, TPE__M_THREAD_FAILED);
-#undef C
+	for (i = 0; i < TPE__M_COUNT; i++)
+		raw[COUNTER(i)] = tpe__counter_read(&m->counters[i]);
 }
 
 void
-tpe__metrics_read_locked(const struct tpe__metrics *m,
-    struct tpe_metrics *out)
+tpe__metrics_read_locked(struct tpe__metrics *m, struct tpe_metrics *out)
 {
-	const struct tpe_metrics *b = m->baseline;
+	uint64_t raw[TPE__M_PLAIN], v;
+	size_t i;
 
 	memset(out, 0, sizeof(*out));
-	read_raw(m, out);
+	read_raw(m, raw);
+	for (i = 0; i < TPE__M_PLAIN; i++) {
+		v = raw[i] - m->base[i];
+		memcpy((char *)out + (i < TPE__M_PLAIN_BLOCK ?
+		    block_counts[i].out : counter_out[i - TPE__M_PLAIN_BLOCK]),
+		    &v, sizeof(v));
+	}
+	/* The tasks timed are run too (design notes). */
+	out->tasks_timed = m->timed.run_time.count;
+	out->tasks_run += out->tasks_timed;
+	out->queue_wait = m->timed.queue_wait;
+	out->run_time = m->timed.run_time;
 	out->timing_period = m->time_all ? 1 : TPE__METRICS_PERIOD;
-	if (b == NULL)
-		return;
-	out->tasks_run -= b->tasks_run;
-	out->tasks_timed -= b->tasks_timed;
-	out->idle_waits -= b->idle_waits;
-	out->wakeups -= b->wakeups;
-	out->spin_hits -= b->spin_hits;
-	out->batches -= b->batches;
-	out->steals -= b->steals;
-	out->stolen_tasks -= b->stolen_tasks;
-	out->reserve_hits -= b->reserve_hits;
-	out->reserve_misses -= b->reserve_misses;
-	out->rejected_abort -= b->rejected_abort;
-	out->rejected_caller_runs -= b->rejected_caller_runs;
-	out->rejected_discard -= b->rejected_discard;
-	out->rejected_discard_oldest -= b->rejected_discard_oldest;
-	out->rejected_handler -= b->rejected_handler;
-	out->rejected_shutdown -= b->rejected_shutdown;
-	out->threads_started -= b->threads_started;
-	out->threads_retired -= b->threads_retired;
-	out->threads_failed -= b->threads_failed;
-	hist_sub(&out->queue_wait, &b->queue_wait);
-	hist_sub(&out->run_time, &b->run_time);
 }
 
 int
 tpe__metrics_reset_locked(struct tpe__metrics *m)
 {
-	if (m->baseline == NULL) {
-		m->baseline = malloc(sizeof(*m->baseline));
-		if (m->baseline == NULL)
-			return ENOMEM;
-	}
-	memset(m->baseline, 0, sizeof(*m->baseline));
-	read_raw(m, m->baseline);
+	read_raw(m, m->base);
+	memset(&m->timed, 0, sizeof(m->timed));
+	/* The threads alive count as started (design notes). */
+	m->base[COUNTER(TPE__M_THREAD_STARTED)] =
+	    m->base[COUNTER(TPE__M_THREAD_RETIRED)];
 	return 0;
 }

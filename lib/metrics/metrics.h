@@ -19,26 +19,72 @@
  * get and put are serialised by the caller's lock (the pool lock, "L"),
  * which also hands a block from a worker that exited to the next one that
  * starts (the put happens-before the get). A block is never freed before
- * tpe__metrics_destroy and never cleared: a worker that exits leaves its
- * counts in its block, the next worker adds to them, so the sums survive
- * resizes and thread churn, and the memory is one block per thread the
- * pool ever had at once (its largest pool size).
+ * tpe__metrics_destroy and its plain counts are never cleared: a worker
+ * that exits leaves them in its block, the next worker adds to them, so
+ * the sums survive resizes and thread churn (its timed counts move to
+ * m->timed at each read, below). The memory is one block per thread the
+ * pool ever had at once (its largest pool size), some 35 KiB each (two
+ * sets of two histograms).
  *
  * Writers: a block has one writer at a time (its worker, "O"), which adds
- * with a relaxed load and a relaxed store (no read-modify-write, no locked
- * instruction); readers load each word relaxed: a count no other data
- * depends on (base/atomic.h, counters). The pool-wide counters (reserve,
- * rejections, threads) have many writers: relaxed atomic adds, on their
- * own cache line. Every block is on the list `all` (pushed with a release
- * CAS, read from an acquire load of the head: the reader then sees the
- * block's initialised fields), which a reader walks to sum them.
+ * to its plain counts (tasks not timed, idle waits, ...) with a relaxed
+ * load and a relaxed store (no read-modify-write, no locked instruction);
+ * readers load each word relaxed: a count no other data depends on
+ * (base/atomic.h, counters). The pool-wide counters (reserve, rejections,
+ * threads) have many writers: relaxed atomic adds, on their own cache
+ * line. Every block is on the list `all` (pushed with a release CAS, read
+ * from an acquire load of the head: the reader then sees the block's
+ * initialised fields), which a reader walks to sum them.
+ *
+ * One read agrees with itself (tpe_get_metrics(3)): a timed task adds one
+ * to tasks_timed and to the count, a bucket and the sum of both
+ * histograms, and a read sees all of that or none of it. The timed counts
+ * of a block are in two sets, timed[0] and timed[1], a phaser in the
+ * manner of HdrHistogram's WriterReaderPhaser: the writer records into
+ * timed[phase]; a reader (L held: one at a time) flips `phase`, waits
+ * until the writer is out of the record it may have begun in the old set,
+ * then folds that set into m->timed (L) and zeroes it. The writer never
+ * waits; the reader waits only for a record under way, a few dozen
+ * instructions (longer only when the writer's thread is preempted inside
+ * them), never for a task. A read is then m->timed: whole records only.
+ * tasks_run is the tasks not timed (a plain count) plus tasks_timed, so
+ * tasks_timed <= tasks_run at every read too.
+ *
+ * The pairs (writer: tpe__metrics_task_end_slow; reader: fold_block):
+ *  (1) The writer's seq_cst exchange making `seq` odd, then its seq_cst
+ *      load of `phase`; the reader's seq_cst store of `phase`, then its
+ *      seq_cst load of `seq`. Store then load on each side, each on the
+ *      other's word: with seq_cst on all four, at least one side sees
+ *      the other's store (base/atomic.h, Dekker). Either the reader sees
+ *      `seq` odd and waits for it to move, or the writer sees the new
+ *      phase and records into the new set. Release/acquire would not do:
+ *      on x86 the store buffer, on ARM and POWER the weak order, let
+ *      both loads miss both stores; the exchange (x86 xchg, ARMv8 swpal
+ *      or an ldaxr/stlxr loop, POWER sync-larx/stcx) and the seq_cst
+ *      load and store give the order on each.
+ *  (2) The writer's release store of `seq` (even) at the end of a record;
+ *      the reader's acquire loads of `seq` (the seq_cst load, the wait):
+ *      the record's words in the old set are visible before the reader
+ *      reads them, on any CPU.
+ *  (3) The reader's zeroing of the old set, then its seq_cst (so also
+ *      release) store of `phase` at the next read; the writer's seq_cst
+ *      (so also acquire) load of `phase`: a writer that records into a
+ *      set again sees it zeroed, not its stores racing the memset.
+ * The wait ends when `seq` differs from the odd value seen: the next
+ * value is that record's end (2), and any record after it sees the new
+ * phase (1). In the child of a fork no writer is left: the reader does
+ * not wait (a record cut by the fork may count in part there).
  *
  * Reset: a writer's load-and-store would undo a reset that cleared its
- * block under it, so tpe_metrics_reset keeps a baseline, a merged
- * snapshot, and every read subtracts it (L guards the baseline). Each
- * counter only grows and a later relaxed load of a word never returns an
- * older value than an earlier one (coherence), so no difference is
- * negative.
+ * plain counts under it, so tpe_metrics_reset keeps a baseline of them
+ * that every read subtracts (L guards it); each count only grows and a
+ * later relaxed load of a word never returns an older value than an
+ * earlier one (coherence), so no difference is negative. The timed
+ * counts need no baseline: the reset folds every block and clears
+ * m->timed. The baseline of threads_started is the threads retired at
+ * the reset, so the threads then alive count as started and
+ * threads_started - threads_retired stays the threads alive or starting
+ * (each thread retires after its start is counted, both under L).
  *
  * Timing: the submitting thread stamps a task's node with the task clock
  * (base/tick.h: the TSC where it is invariant and the kernel keeps time
@@ -78,10 +124,15 @@ struct tpe__hist {
 	uint64_t buckets[TPE_HISTOGRAM_BUCKETS];
 };
 
+/* What the timed tasks of a block add: tasks_timed is run_time.count. */
+struct tpe__metrics_timed {
+	struct tpe__hist queue_wait;
+	struct tpe__hist run_time;
+};
+
 /* One worker's block; O: its worker, read relaxed by any thread. */
 struct tpe__metrics_worker {
-	uint64_t tasks_run;    /* O */
-	uint64_t tasks_timed;  /* O */
+	uint64_t tasks_untimed; /* O: tasks run and not timed */
 	uint64_t idle_waits;   /* O */
 	uint64_t wakeups;      /* O */
 	uint64_t spin_hits;    /* O */
@@ -90,9 +141,18 @@ struct tpe__metrics_worker {
 	uint64_t stolen_tasks; /* O */
 	struct tpe__metrics_worker *all_next;  /* I once on `all` */
 	struct tpe__metrics_worker *free_next; /* L: on `free` */
-	struct tpe__hist queue_wait;           /* O */
-	struct tpe__hist run_time;             /* O */
+	unsigned seq;    /* O, A: odd while the writer records (design notes,
+			  * pairs (1) and (2)) */
+	unsigned phase;  /* L, A: the set the writer records into; the
+			  * reader flips it (pairs (1) and (3)) */
+	/* timed[phase]: O; the other one: L (the reader folds it). */
+	struct tpe__metrics_timed timed[2];
 } __attribute__((aligned(TPE__CACHE_LINE)));
+
+/* The plain counts of a read, in the order of the read's table
+ * (metrics.c): the blocks' ones, then the pool-wide counters. */
+#define TPE__M_PLAIN_BLOCK 7
+#define TPE__M_PLAIN (TPE__M_PLAIN_BLOCK + TPE__M_COUNT)
 
 /* The pool-wide counters: many writers, relaxed adds. */
 enum tpe__metrics_counter {
@@ -112,10 +172,17 @@ enum tpe__metrics_counter {
 
 struct tpe__metrics {
 	bool time_all;                        /* I: TPE_METRICS_TIME_ALL */
+	unsigned fork_gen;                    /* I: the process's fork
+					       * generation at create */
 	struct tpe__metrics_worker *all;      /* A: release CAS push, acquire
 					       * load; never popped */
 	struct tpe__metrics_worker *free;     /* L: blocks of exited workers */
-	struct tpe_metrics *baseline;         /* L: the last reset, or NULL */
+	uint64_t base[TPE__M_PLAIN];          /* L: the plain counts at the
+					       * last reset (design notes) */
+	struct {
+		struct tpe_histogram queue_wait, run_time;
+	} timed;                              /* L: the folded timed sets
+					       * since the last reset */
 	/* Many writers (submitters, starters): a line of their own. */
 	uint64_t counters[TPE__M_COUNT] __attribute__((aligned(TPE__CACHE_LINE))); /* A */
 } ;
@@ -123,6 +190,11 @@ struct tpe__metrics {
 /* The block of the calling worker thread, or NULL (no metrics, or not a
  * worker); set by the worker's thread before its loop (worker.c). */
 extern TPE__TLS struct tpe__metrics_worker *tpe__metrics_tls_worker;
+
+/* White-box tests: called in a record between its two histograms, and by
+ * a reader that found a record under way. NULL outside them. */
+extern void (*tpe__metrics_record_hook)(void);
+extern void (*tpe__metrics_wait_hook)(void);
 
 /* flags: TPE_METRICS_*, with TPE_METRICS_ON. 0 or ENOMEM. */
 int tpe__metrics_create(struct tpe__metrics **m, unsigned flags);
@@ -139,10 +211,13 @@ void tpe__metrics_worker_put_locked(struct tpe__metrics *m,
     struct tpe__metrics_worker *w);
 
 /* The merged snapshot, minus the baseline, into *out (zeroed first; the
- * gauges are the caller's). The caller's lock held (the baseline). */
-void tpe__metrics_read_locked(const struct tpe__metrics *m,
+ * gauges are the caller's): folds every block's timed set, which may
+ * wait for a record under way (design notes). The caller's lock held
+ * (the baseline, the folded sets, one reader at a time). */
+void tpe__metrics_read_locked(struct tpe__metrics *m,
     struct tpe_metrics *out);
-/* The counts from now on start at 0. The caller's lock held. 0, ENOMEM. */
+/* The counts from now on start at 0 (threads_started at the threads
+ * alive). The caller's lock held. Always 0. */
 int tpe__metrics_reset_locked(struct tpe__metrics *m);
 
 /* The layout of struct tpe_metrics (base/sized.h). */
@@ -228,18 +303,20 @@ tpe__metrics_task_start(struct tpe__metrics_worker *w, int64_t accepted_tick)
 
 /* The task accepted at `accepted_tick` and started at `start_tick` (0: not
  * timed) ended: counted, and timed. Its queue wait is recorded here with
- * its run time, not at its start, so that both histograms and
- * tasks_timed count the same tasks: a task still running (a scrape's own
- * task, reading the metrics) is in none of them. w not NULL. */
+ * its run time, not at its start, in one record (design notes), so that
+ * both histograms and tasks_timed count the same tasks: a task still
+ * running (a scrape's own task, reading the metrics) is in none of them.
+ * w not NULL. */
 void tpe__metrics_task_end_slow(struct tpe__metrics_worker *w,
     int64_t accepted_tick, int64_t start_tick);
 static inline void
 tpe__metrics_task_end(struct tpe__metrics_worker *w, int64_t accepted_tick,
     int64_t start_tick)
 {
-	tpe__metrics_add(&w->tasks_run, 1);
 	if (start_tick != 0)
 		tpe__metrics_task_end_slow(w, accepted_tick, start_tick);
+	else
+		tpe__metrics_add(&w->tasks_untimed, 1);
 }
 
 #endif /* TPE_METRICS_H */
