@@ -72,6 +72,24 @@
  * push it takes); and both take part in Dekker pairs: a pusher that then
  * loads a "consumer sleeps" word, against a consumer that stores that word
  * and then loads top (tpe__dekker_load: name_top, name_is_empty).
+ *
+ * On a weakly ordered processor (ARM, POWER, RISC-V) that is enough, and
+ * nothing more is assumed:
+ *  - the pusher's plain stores (the node's contents, its `link`) come
+ *    before the release half of its CAS in program order, so no processor
+ *    may make them visible after the new top;
+ *  - the taker reads the nodes only after the acquire half of its
+ *    exchange or CAS, and reaches each through `link` words written before
+ *    their push: it needs no dependency ("consume") ordering, which the
+ *    compilers turn into acquire anyway;
+ *  - the relaxed loads (the first guess of a push, the look of
+ *    take_all) only choose what the CAS or exchange then checks, or skip
+ *    an exchange that would have taken nothing;
+ *  - the Dekker pairs need the store-then-load order that only seq_cst
+ *    gives (POWER: sync; ARMv7: dmb; AArch64: stlr then ldar, which
+ *    never pass each other), on the RMW side and on the load side:
+ *    name_top and name_is_empty are seq_cst loads for that reason, not
+ *    acquire ones.
  */
 #ifndef TPE_STACK_H
 #define TPE_STACK_H

@@ -49,6 +49,19 @@
  * so the recycler's view happens-before the reuse. Chunks leave the stack
  * only all at once (the exchange): no single pop, no ABA problem.
  *
+ * On a weakly ordered processor (ARM, POWER, RISC-V) the chain of
+ * happens-before is: a worker's last reads of a node (it ran the task),
+ * then its release half of the decrement; the acquire half of the
+ * decrement that reaches zero (the RMWs on `pending` form one order, and
+ * each release is seen by every later RMW); that thread's push (a
+ * release); the carver's exchange (an acquire); its writes of a new node
+ * into the same memory. No link of it is a plain access that x86 alone
+ * would keep in order. `count` is relaxed: a bound on the stack's length,
+ * read as a guess, which may let a chunk more or less be kept; it
+ * guards no data. A node's own contents reach its worker through the
+ * queue or stack that carries the task (its release and acquire), not
+ * through this file.
+ *
  * Ending a batch (tpe__node_put_chain) walks its nodes (just run, in
  * cache) and subtracts per run of nodes of the same chunk, through a few
  * entries of counts kept on the stack: one atomic per chunk per batch,

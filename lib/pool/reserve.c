@@ -2,6 +2,37 @@
 /*
  * reserve.c - reserved threads and the hand-off behind tpe_try_execute.
  * See reserve.h for the design notes and the slot states.
+ *
+ * Memory ordering
+ * ---------------
+ * The lock-free words are a slot's `state`, the `slots` pointer, `want`
+ * and `epoch`; the task itself travels under the slot's lock (`item`),
+ * so its contents need no atomic of their own. The pairs:
+ *   - slots: the first parking thread initialises the array, then stores
+ *     the pointer (seq_cst, a release); slots_of (acquire) and count
+ *     (seq_cst) read it before any slot.
+ *   - state, parking: the owner's CAS EMPTY -> WAITING (seq_cst), then its
+ *     seq_cst look at the queue's inbox (work_waiting), against the
+ *     lock-free submitter's push (seq_cst CAS) then its seq_cst count of
+ *     WAITING slots: a store-then-load handshake on each side (Dekker),
+ *     so one of the two sees the other.
+ *   - state, claiming: the claimer's CAS WAITING -> TAKEN against the
+ *     owner's CAS WAITING -> EMPTY (leave): one of the two wins the same
+ *     word, whatever the processor. After a won claim the claimer loads
+ *     the pool's state and `paused` (seq_cst), against shutdown's and
+ *     tpe_pause's seq_cst stores made before they look at the slots.
+ *   - state, freeing: the owner's release store TAKEN -> EMPTY comes after
+ *     its last use of the slot (under the pool lock); the next owner's CAS
+ *     (an acquire) sees the slot empty.
+ *   - epoch and want: relaxed counts. `epoch` is bumped under the pool
+ *     lock and then the slot's lock is taken to wake its owner, which
+ *     reads it under that lock: the locks order it. `want` is a number
+ *     of requests, re-checked under the pool lock by a parking worker;
+ *     it orders no other data.
+ * Nothing here relies on x86's ordered plain accesses: every handshake is
+ * seq_cst on both sides (a full barrier, or AArch64's stlr/ldar pair, on
+ * a weakly ordered processor), every hand-over of data is a lock or a
+ * release/acquire pair.
  */
 #include <errno.h>
 #include <sched.h>

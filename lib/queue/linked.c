@@ -17,6 +17,19 @@
  * list is empty), size and remove_if absorb first, so no decision made
  * under the lock misses a node whose push came before it.
  *
+ * Memory ordering (the inbox is base/stack.h's stack; its notes say why
+ * it holds on weakly ordered processors): the submitter writes the node,
+ * then pushes it with a seq_cst CAS, a release; absorb takes the stack
+ * with a seq_cst exchange, an acquire, before it reads any node: the
+ * node's contents and the task's argument, written before the push, are
+ * visible to the worker that polls it. The list itself is L's. The
+ * "came before" above is the Dekker pair of engine/locked.c: the
+ * submitter's push then its seq_cst look for sleeping workers, against a
+ * worker's seq_cst store of "I sleep" (under L) then its seq_cst look at
+ * the inbox (tpe__queue_pending): each side stores, then loads the other
+ * side's word, and only seq_cst on both keeps those two in order on ARM
+ * or POWER (release/acquire would let each miss the other).
+ *
  * The hand-off kind (handoff.c) is this list with another offer rule and
  * no inbox.
  */

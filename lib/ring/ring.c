@@ -73,6 +73,22 @@
  * The slots need no atomics: the index protocol above gives every write
  * and read of a slot a happens-before order, so they never race.
  *
+ * Weakly ordered processors (ARM, POWER, RISC-V): the three pairs above
+ * are the whole of the ordering, and each is a release store against an
+ * acquire load of the same word, which every processor keeps (the
+ * compiler emits stlr/ldar, dmb, lwsync). Nothing relies on x86's order
+ * of plain stores (the slot before the index: the release keeps it), nor
+ * on a load of the slot being ordered after the index load by their
+ * address (the acquire keeps it, no dependency needed), nor on a
+ * store-then-load order: no side stores and then loads the other side's
+ * word expecting the two not to pass each other (a full side re-reads
+ * head after the failed look, an empty one tail: each a plain acquire
+ * of a newer value). The cached copies are private, so a stale one is
+ * only a reason to load the shared index again. The close pair is
+ * acquire-then-load: the consumer's second load of tail comes after its
+ * acquire of closed, and the producer's last tail store before its
+ * release of closed, so that tail is seen.
+ *
  * One producer thread at a time, one consumer thread at a time. Each
  * side's private fields (its index, its cached copy) are plain state of
  * whichever thread acts for that side. A side may move to another thread
