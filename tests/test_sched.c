@@ -223,6 +223,22 @@ order_fn(void *arg)
 	pthread_mutex_unlock(&it->o->lock);
 }
 
+/* The tests' clock (sched.h): frozen at fake_now. */
+static int64_t fake_now; /* atomic */
+
+static int64_t
+fake_clock(void)
+{
+	return __atomic_load_n(&fake_now, __ATOMIC_SEQ_CST);
+}
+
+static void hold_timer(bool taken);
+static void unhold_timer(void);
+static struct tu_latch hold_in, hold_out;
+
+/* With a frozen clock (tpe__sched_clock_hook) every due time is the same
+ * instant, and the timer is held until all 64 are pending: they enter in
+ * the order they were scheduled. */
 static void
 test_sched_fifo_and_nonpositive_delay(void **state)
 {
@@ -232,14 +248,23 @@ test_sched_fifo_and_nonpositive_delay(void **state)
 	int i;
 
 	(void)state;
+	fake_now = tu_now_ns();
+	tpe__sched_clock_hook = fake_clock;
+	hold_timer(false);
 	for (i = 0; i < 64; i++) {
 		it[i].o = &o;
 		it[i].i = i;
 		assert_int_equal(tpe_schedule(p, order_fn, &it[i],
 		    i % 2 == 0 ? 0 : -TU_S, NULL), 0);
+		if (i == 0)
+			assert_true(tu_latch_wait_for(&hold_in,
+			    TU_WAIT_BOUND));
 	}
 	assert_int_equal(tpe_shutdown(p), 0);
+	tu_latch_count_down(&hold_out);
 	assert_int_equal(tpe_await_termination(p, 10 * TU_S), 0);
+	unhold_timer();
+	tpe__sched_clock_hook = NULL;
 	assert_int_equal(o.n, 64);
 	for (i = 0; i < 64; i++)
 		assert_int_equal(o.seen[i], i);
@@ -513,7 +538,10 @@ shutdown_case(unsigned flags, bool delayed_runs, bool periodic_continues)
 
 	memset(&one, 0, sizeof(one));
 	memset(&per, 0, sizeof(per));
-	assert_int_equal(tpe_schedule(p, tally_fn, &one, 20 * TU_MS, &f1), 0);
+	/* Dropped: an hour ahead, so surely not due at the shutdown. Run:
+	 * due before the shutdown or after, it runs either way. */
+	assert_int_equal(tpe_schedule(p, tally_fn, &one,
+	    delayed_runs ? 20 * TU_MS : 3600 * TU_S, &f1), 0);
 	assert_int_equal(tpe_schedule_at_fixed_rate(p, tally_fn, &per, 0,
 	    TU_MS, &fp), 0);
 	while (tu_ran(&per) == 0)
@@ -1493,6 +1521,493 @@ test_sched_fork_child(void **state)
 	assert_int_equal(t.discarded, 1);
 }
 
+/* ---- issue 33: scheduled tasks after shutdown are tasks ---------------- */
+
+/* A pool from tu_pool_with's knobs with schedule flags and the tally's
+ * discard callback. */
+static tpe_t *
+flagged_pool(const struct tu_pool_opts *o, unsigned flags)
+{
+	struct tu_pool_opts oo = *o;
+	tpe_attr_t *a;
+	tpe_t *p;
+
+	if (oo.discard == NULL)
+		oo.discard = discard_cb;
+	a = tu_attr_with(&oo);
+	assert_int_equal(tpe_attr_set_schedule_flags(a, flags), 0);
+	assert_int_equal(tpe_create(&p, a), 0);
+	tpe_attr_destroy(a);
+	return p;
+}
+
+/* The white-box timer hook (sched.h): holds the timer the first time
+ * heap[0] is due (still pending, or taken when hold_taken), counts every
+ * call with holding true and when it came (the scheduler's clock). */
+static struct tu_latch *hold_entered, *hold_release;
+static bool hold_taken;
+static int hold_calls;   /* atomic: calls with holding true */
+static int64_t hold_at[16];
+
+static void
+hold_hook(bool holding)
+{
+	int n;
+
+	if (holding) {
+		n = __atomic_fetch_add(&hold_calls, 1, __ATOMIC_SEQ_CST);
+		if (n < 16)
+			hold_at[n] = tpe__sched_clock_hook != NULL ?
+			    tpe__sched_clock_hook() : tu_now_ns();
+	}
+	if (holding != hold_taken || hold_entered == NULL)
+		return;
+	tu_latch_count_down(hold_entered);
+	tu_latch_wait(hold_release);
+	hold_entered = NULL;
+}
+
+static void
+hold_timer(bool taken)
+{
+	tu_latch_init(&hold_in, 1);
+	tu_latch_init(&hold_out, 1);
+	hold_taken = taken;
+	hold_calls = 0;
+	hold_release = &hold_out;
+	hold_entered = &hold_in;
+	tpe__sched_timer_hook = hold_hook;
+}
+
+static void
+unhold_timer(void)
+{
+	tpe__sched_timer_hook = NULL;
+	tu_latch_destroy(&hold_in);
+	tu_latch_destroy(&hold_out);
+}
+
+/*
+ * Tasks pending at shutdown (the timer held while they are due) enter the
+ * pool as tasks: the task hooks see each, `completed` counts each, and
+ * `queued` counts each once (no helper task), on every queue kind that
+ * takes them after shutdown and both policies.
+ */
+static void
+after_shutdown_case(enum tpe_queue_kind kind, size_t cap,
+    enum tpe_policy policy)
+{
+	struct tu_hook_counts hc = { 0 };
+	struct tally t[20];
+	tpe_future_t *f[20];
+	struct tpe_stats st;
+	tpe_t *p;
+	int i;
+
+	memset(t, 0, sizeof(t));
+	p = flagged_pool(&(struct tu_pool_opts){ .core = 2, .max = 2,
+	    .queue = kind, .capacity = cap, .policy = policy,
+	    .before = tu_count_before, .after = tu_count_after,
+	    .task_hooks_ctx = &hc }, 0);
+	hold_timer(false);
+	assert_int_equal(tpe_schedule(p, tally_fn, &t[0], 0, &f[0]), 0);
+	assert_true(tu_latch_wait_for(&hold_in, TU_WAIT_BOUND));
+	for (i = 1; i < 20; i++)
+		assert_int_equal(tpe_schedule(p, tally_fn, &t[i], 0, &f[i]),
+		    0);
+	assert_int_equal(tpe_shutdown(p), 0);
+	assert_int_equal(tpe_get_stats(p, &st, sizeof(st)), 0);
+	assert_int_equal(st.queued, 20);
+	assert_int_equal(st.completed, 0);
+	assert_false(tpe_is_terminated(p));
+	tu_latch_count_down(&hold_out);
+	assert_int_equal(tpe_await_termination(p, 30 * TU_S), 0);
+	for (i = 0; i < 20; i++) {
+		assert_int_equal(tpe_future_get(f[i], 0, NULL), 0);
+		assert_int_equal(t[i].ran, 1);
+		assert_int_equal(t[i].discarded, 0);
+		tpe_future_release(f[i]);
+	}
+	assert_int_equal(hc.before, 20);
+	assert_int_equal(hc.after, 20);
+	assert_int_equal(tpe_get_stats(p, &st, sizeof(st)), 0);
+	assert_int_equal(st.completed, 20);
+	assert_int_equal(st.submitted, 20);
+	assert_int_equal(st.queued, 0);
+	assert_int_equal(tpe_destroy(p), 0);
+	unhold_timer();
+}
+
+static void
+test_sched_after_shutdown_are_tasks(void **state)
+{
+	(void)state;
+	after_shutdown_case(TPE_QUEUE_UNBOUNDED, 0, TPE_POLICY_QUEUE_FIRST);
+	after_shutdown_case(TPE_QUEUE_UNBOUNDED, 0, TPE_POLICY_SCALE_FIRST);
+	after_shutdown_case(TPE_QUEUE_BOUNDED, 4, TPE_POLICY_QUEUE_FIRST);
+	after_shutdown_case(TPE_QUEUE_BOUNDED, 4, TPE_POLICY_SCALE_FIRST);
+	after_shutdown_case(TPE_QUEUE_HANDOFF, 0, TPE_POLICY_QUEUE_FIRST);
+	after_shutdown_case(TPE_QUEUE_HANDOFF, 0, TPE_POLICY_SCALE_FIRST);
+}
+
+/* One blocked worker, one periodic task an hour ahead, CONTINUE_PERIODIC:
+ * shutdown leaves `queued` at 1 (Java's getQueue().size()). */
+static void
+test_sched_shutdown_queued_unchanged(void **state)
+{
+	struct tu_saturation sat;
+	struct tally per;
+	struct tpe_stats st;
+	tpe_future_t *f;
+	tpe_t *p = flagged_pool(&(struct tu_pool_opts){ .core = 1, .max = 1,
+	    .queue = TPE_QUEUE_UNBOUNDED },
+	    TPE_SCHED_CONTINUE_PERIODIC_AFTER_SHUTDOWN);
+
+	(void)state;
+	memset(&per, 0, sizeof(per));
+	tu_saturate(p, 1, 0, &sat);
+	assert_int_equal(tpe_schedule_at_fixed_rate(p, tally_fn, &per,
+	    3600 * TU_S, TU_S, &f), 0);
+	assert_int_equal(tpe_get_stats(p, &st, sizeof(st)), 0);
+	assert_int_equal(st.queued, 1);
+	assert_int_equal(tpe_shutdown(p), 0);
+	assert_int_equal(tpe_get_stats(p, &st, sizeof(st)), 0);
+	assert_int_equal(st.queued, 1);
+	assert_int_equal(tpe_future_cancel(f), 0);
+	assert_int_equal(tpe_get_stats(p, &st, sizeof(st)), 0);
+	assert_int_equal(st.queued, 0);
+	assert_int_equal(per.discarded, 1);
+	tu_unsaturate(&sat);
+	assert_int_equal(tpe_await_termination(p, 30 * TU_S), 0);
+	tpe_future_release(f);
+	assert_int_equal(tpe_destroy(p), 0);
+	tu_saturation_destroy(&sat);
+}
+
+/*
+ * A periodic run the timer handed to the queue (behind a blocked worker)
+ * stops at shutdown: when tpe_shutdown returns its future is cancelled,
+ * it went to the discard callback once and left the queue. On a kind that
+ * only drains whole (per-worker), it leaves when the worker takes it, with
+ * task hooks too (it never starts: no hooks for it).
+ */
+static void
+queued_periodic_case(enum tpe_queue_kind kind, bool at_once)
+{
+	struct tu_hook_counts hc = { 0 };
+	struct tu_saturation sat;
+	struct tally per;
+	struct tpe_stats st;
+	tpe_future_t *f;
+	tpe_t *p = flagged_pool(&(struct tu_pool_opts){ .core = 1, .max = 1,
+	    .queue = kind, .before = tu_count_before,
+	    .after = tu_count_after, .task_hooks_ctx = &hc }, 0);
+
+	memset(&per, 0, sizeof(per));
+	tu_saturate(p, 1, 0, &sat);
+	assert_int_equal(tpe_schedule_at_fixed_rate(p, tally_fn, &per, 0,
+	    3600 * TU_S, &f), 0);
+	/* Handed to the queue: no longer pending (white-box). */
+	assert_true(TU_EVENTUALLY(
+	    tpe__sched_pending(&p->sched_hook) == 0, TU_WAIT_BOUND));
+	assert_int_equal(tpe_shutdown(p), 0);
+	if (at_once) {
+		assert_int_equal(tpe_future_get(f, 0, NULL), ECANCELED);
+		assert_int_equal(per.discarded, 1);
+		assert_int_equal(tpe_get_stats(p, &st, sizeof(st)), 0);
+		assert_int_equal(st.queued, 0);
+	}
+	tu_unsaturate(&sat);
+	assert_int_equal(tpe_await_termination(p, 30 * TU_S), 0);
+	assert_int_equal(tpe_future_get(f, 0, NULL), ECANCELED);
+	assert_int_equal(per.ran, 0);
+	assert_int_equal(per.discarded, 1);
+	assert_int_equal(hc.before, 1); /* the blocker only */
+	assert_int_equal(hc.after, 1);
+	tpe_future_release(f);
+	assert_int_equal(tpe_destroy(p), 0);
+	tu_saturation_destroy(&sat);
+}
+
+static void
+test_sched_shutdown_stops_queued_periodic(void **state)
+{
+	(void)state;
+	queued_periodic_case(TPE_QUEUE_UNBOUNDED, true);
+	queued_periodic_case(TPE_QUEUE_PER_WORKER, false);
+}
+
+/* tpe_purge removes a cancelled scheduled task already due and queued. */
+static void
+test_sched_purge_due_cancelled(void **state)
+{
+	struct tu_saturation sat;
+	struct tally t;
+	struct tpe_stats st;
+	tpe_future_t *f;
+	size_t purged;
+	tpe_t *p = flagged_pool(&(struct tu_pool_opts){ .core = 1, .max = 1,
+	    .queue = TPE_QUEUE_UNBOUNDED }, 0);
+
+	(void)state;
+	memset(&t, 0, sizeof(t));
+	tu_saturate(p, 1, 0, &sat);
+	assert_int_equal(tpe_schedule(p, tally_fn, &t, 0, &f), 0);
+	assert_true(TU_EVENTUALLY(
+	    tpe__sched_pending(&p->sched_hook) == 0, TU_WAIT_BOUND));
+	assert_int_equal(tpe_future_cancel(f), 0);
+	assert_int_equal(tpe_purge(p, &purged), 0);
+	assert_int_equal(purged, 1);
+	assert_int_equal(t.discarded, 1);
+	assert_int_equal(tpe_get_stats(p, &st, sizeof(st)), 0);
+	assert_int_equal(st.queued, 0);
+	tu_unsaturate(&sat);
+	assert_int_equal(tpe_wait_idle(p, 30 * TU_S), 0);
+	assert_int_equal(t.ran, 0);
+	assert_int_equal(t.discarded, 1);
+	tpe_future_release(f);
+	assert_int_equal(tpe_destroy(p), 0);
+	tu_saturation_destroy(&sat);
+}
+
+/* tpe_shutdown_now hands scheduled tasks back once the pool is shut down:
+ * the callback sees it shut down and refusing tasks. */
+static tpe_t *handback_pool;
+static int handback_seen[4]; /* is_shutdown, execute, execute_wait, schedule */
+
+static void
+probing_handed_cb(tpe_fn fn, void *arg, void *ctx)
+{
+	(void)ctx;
+	if (fn != tally_fn)
+		return;
+	handback_seen[0] = tpe_is_shutdown(handback_pool);
+	handback_seen[1] = tpe_execute(handback_pool, noop_fn, NULL);
+	handback_seen[2] = tpe_execute_wait(handback_pool, noop_fn, NULL, 0);
+	handback_seen[3] = tpe_schedule(handback_pool, noop_fn, NULL, 0, NULL);
+	handed_cb(fn, arg, ctx);
+}
+
+static void
+test_sched_shutdown_now_hands_back_after_shutdown(void **state)
+{
+	struct tally t;
+	tpe_future_t *f;
+	tpe_t *p = default_pool(0);
+
+	(void)state;
+	memset(&t, 0, sizeof(t));
+	handback_pool = p;
+	assert_int_equal(tpe_schedule(p, tally_fn, &t, 3600 * TU_S, &f), 0);
+	assert_int_equal(tpe_shutdown_now(p, probing_handed_cb, NULL), 0);
+	assert_int_equal(t.handed, 1);
+	assert_int_equal(handback_seen[0], 1);
+	assert_int_equal(handback_seen[1], ECANCELED);
+	assert_int_equal(handback_seen[2], ECANCELED);
+	assert_int_equal(handback_seen[3], ECANCELED);
+	assert_int_equal(tpe_future_get(f, 0, NULL), ECANCELED);
+	assert_int_equal(tpe_await_termination(p, 30 * TU_S), 0);
+	tpe_future_release(f);
+	assert_int_equal(tpe_destroy(p), 0);
+}
+
+/* ---- issue 33: cases that catch the scheduler's plausible bugs --------- */
+
+/* A fixed-rate run that starts late (the clock moved on while it waited
+ * behind a blocked worker) keeps its rate: the next run is due one period
+ * after the last due time, not after the late start. */
+static struct tu_latch *rate_running, *rate_release;
+
+static void
+rate_fn(void *arg)
+{
+	(void)arg;
+	if (rate_running != NULL) {
+		tu_latch_count_down(rate_running);
+		tu_latch_wait(rate_release);
+	}
+}
+
+static void
+test_sched_fixed_rate_keeps_rate(void **state)
+{
+	struct tu_saturation sat;
+	struct tu_latch running, release;
+	const int64_t period = 3600 * TU_S, late = 1800 * TU_S;
+	int64_t delay;
+	tpe_future_t *f;
+	tpe_t *p = make_pool(TPE_QUEUE_UNBOUNDED, 0, 1, 1, 0);
+
+	(void)state;
+	tu_latch_init(&running, 1);
+	tu_latch_init(&release, 1);
+	rate_running = &running;
+	rate_release = &release;
+	fake_now = tu_now_ns();
+	tpe__sched_clock_hook = fake_clock;
+	tu_saturate(p, 1, 0, &sat);
+	assert_int_equal(tpe_schedule_at_fixed_rate(p, rate_fn, NULL, 0,
+	    period, &f), 0);
+	assert_true(TU_EVENTUALLY(
+	    tpe__sched_pending(&p->sched_hook) == 0, TU_WAIT_BOUND));
+	__atomic_store_n(&fake_now, fake_now + late, __ATOMIC_SEQ_CST);
+	tu_unsaturate(&sat);
+	assert_true(tu_latch_wait_for(&running, TU_WAIT_BOUND));
+	/* Due at the first due time + period: period - late from now. */
+	assert_int_equal(tpe_future_get_delay(f, &delay), 0);
+	assert_int_equal(delay, period - late);
+	tu_latch_count_down(&release);
+	assert_int_equal(tpe_future_cancel(f), 0);
+	tpe_future_release(f);
+	assert_int_equal(tpe_destroy(p), 0);
+	tpe__sched_clock_hook = NULL;
+	rate_running = NULL;
+	tu_saturation_destroy(&sat);
+	tu_latch_destroy(&running);
+	tu_latch_destroy(&release);
+}
+
+/* A due task the saturated pool refuses is offered again no sooner than
+ * every millisecond (tpe_schedule(3)), not in a spin. */
+static void
+test_sched_refused_retry_paced(void **state)
+{
+	struct tu_saturation sat;
+	struct tally t;
+	tpe_future_t *f;
+	tpe_t *p = make_pool(TPE_QUEUE_BOUNDED, 1, 1, 1, 0);
+	int i;
+
+	(void)state;
+	memset(&t, 0, sizeof(t));
+	tu_saturate(p, 1, 1, &sat);
+	hold_timer(true);
+	hold_entered = NULL; /* count only, never hold */
+	assert_int_equal(tpe_schedule(p, tally_fn, &t, 0, &f), 0);
+	assert_true(TU_EVENTUALLY(__atomic_load_n(&hold_calls,
+	    __ATOMIC_SEQ_CST) >= 8, TU_WAIT_BOUND));
+	tpe__sched_timer_hook = NULL;
+	for (i = 1; i < 8; i++)
+		assert_true(hold_at[i] - hold_at[i - 1] >= TU_MS);
+	tu_unsaturate(&sat);
+	assert_int_equal(tpe_future_get(f, 30 * TU_S, NULL), 0);
+	assert_int_equal(t.ran, 1);
+	tpe_future_release(f);
+	assert_int_equal(tpe_destroy(p), 0);
+	unhold_timer();
+	tu_saturation_destroy(&sat);
+}
+
+/* DROP_DELAYED drops the one-shots not yet due at shutdown, not those due
+ * and still pending (a saturated pool refused them): those run. */
+static void
+test_sched_drop_delayed_keeps_due(void **state)
+{
+	struct tu_saturation sat;
+	struct tally due, later;
+	tpe_future_t *fd, *fl;
+	tpe_t *p = make_pool(TPE_QUEUE_BOUNDED, 1, 1, 1,
+	    TPE_SCHED_DROP_DELAYED_AFTER_SHUTDOWN);
+
+	(void)state;
+	memset(&due, 0, sizeof(due));
+	memset(&later, 0, sizeof(later));
+	tu_saturate(p, 1, 1, &sat);
+	assert_int_equal(tpe_schedule(p, tally_fn, &due, 0, &fd), 0);
+	assert_int_equal(tpe_schedule(p, tally_fn, &later, 3600 * TU_S, &fl),
+	    0);
+	assert_int_equal(tpe_shutdown(p), 0);
+	assert_int_equal(tpe_future_get(fl, 0, NULL), ECANCELED);
+	assert_int_equal(later.discarded, 1);
+	assert_int_equal(tpe__sched_pending(&p->sched_hook), 1);
+	tu_unsaturate(&sat);
+	assert_int_equal(tpe_future_get(fd, 30 * TU_S, NULL), 0);
+	assert_int_equal(tpe_await_termination(p, 30 * TU_S), 0);
+	assert_int_equal(due.ran, 1);
+	assert_int_equal(due.discarded, 0);
+	tpe_future_release(fd);
+	tpe_future_release(fl);
+	assert_int_equal(tpe_destroy(p), 0);
+	tu_saturation_destroy(&sat);
+}
+
+/* A periodic task running while tpe_shutdown_now comes does not re-arm,
+ * even with CONTINUE_PERIODIC: its future ends cancelled and nothing is
+ * left pending. */
+static void
+test_sched_shutdown_now_stops_running_periodic(void **state)
+{
+	struct tu_latch running, release;
+	struct tpe_stats st;
+	tpe_future_t *f;
+	tpe_t *p = make_pool(TPE_QUEUE_UNBOUNDED, 0, 1, 1,
+	    TPE_SCHED_CONTINUE_PERIODIC_AFTER_SHUTDOWN);
+
+	(void)state;
+	tu_latch_init(&running, 1);
+	tu_latch_init(&release, 1);
+	rate_running = &running;
+	rate_release = &release;
+	assert_int_equal(tpe_schedule_with_fixed_delay(p, rate_fn, NULL, 0,
+	    3600 * TU_S, &f), 0);
+	assert_true(tu_latch_wait_for(&running, TU_WAIT_BOUND));
+	assert_int_equal(tpe_shutdown_now(p, handed_cb, NULL), 0);
+	rate_running = NULL;
+	tu_latch_count_down(&release);
+	assert_int_equal(tpe_await_termination(p, 30 * TU_S), 0);
+	assert_int_equal(tpe_future_get(f, 0, NULL), ECANCELED);
+	assert_int_equal(tpe_get_stats(p, &st, sizeof(st)), 0);
+	assert_int_equal(st.queued, 0);
+	tpe_future_release(f);
+	assert_int_equal(tpe_destroy(p), 0);
+	tu_latch_destroy(&running);
+	tu_latch_destroy(&release);
+}
+
+/* The heap keeps a slot for the task the timer holds: with the heap
+ * exactly full of other tasks, a refused one goes back in. */
+static void
+test_sched_heap_room_for_held(void **state)
+{
+	struct tu_saturation sat;
+	struct tally held, t[16];
+	tpe_future_t *fh, *f[16];
+	tpe_t *p = make_pool(TPE_QUEUE_BOUNDED, 1, 1, 1, 0);
+	int i;
+
+	(void)state;
+	memset(&held, 0, sizeof(held));
+	memset(t, 0, sizeof(t));
+	tu_saturate(p, 1, 1, &sat);
+	hold_timer(true);
+	assert_int_equal(tpe_schedule(p, tally_fn, &held, 0, &fh), 0);
+	assert_true(tu_latch_wait_for(&hold_in, TU_WAIT_BOUND));
+	/* The heap's first array holds 16. */
+	for (i = 0; i < 16; i++)
+		assert_int_equal(tpe_schedule(p, tally_fn, &t[i],
+		    3600 * TU_S, &f[i]), 0);
+	tu_latch_count_down(&hold_out);
+	/* Refused (saturated), back in the heap, offered again. */
+	assert_true(TU_EVENTUALLY(__atomic_load_n(&hold_calls,
+	    __ATOMIC_SEQ_CST) >= 2, TU_WAIT_BOUND));
+	assert_int_equal(tpe__sched_pending(&p->sched_hook), 17);
+	for (i = 0; i < 16; i++) {
+		assert_int_equal(tpe_future_cancel(f[i]), 0);
+		tpe_future_release(f[i]);
+	}
+	tu_unsaturate(&sat);
+	assert_int_equal(tpe_future_get(fh, 30 * TU_S, NULL), 0);
+	assert_int_equal(held.ran, 1);
+	tpe_future_release(fh);
+	assert_int_equal(tpe_destroy(p), 0);
+	unhold_timer();
+	tu_saturation_destroy(&sat);
+	for (i = 0; i < 16; i++) {
+		assert_int_equal(t[i].ran, 0);
+		assert_int_equal(t[i].discarded, 1);
+	}
+}
+
 int
 main(void)
 {
@@ -1527,6 +2042,16 @@ main(void)
 		cmocka_unit_test(test_sched_task_hooks_see_user_pair),
 		cmocka_unit_test(test_sched_shutdown_waits_for_timer_hand_back),
 		cmocka_unit_test(test_sched_fork_child),
+		cmocka_unit_test(test_sched_after_shutdown_are_tasks),
+		cmocka_unit_test(test_sched_shutdown_queued_unchanged),
+		cmocka_unit_test(test_sched_shutdown_stops_queued_periodic),
+		cmocka_unit_test(test_sched_purge_due_cancelled),
+		cmocka_unit_test(test_sched_shutdown_now_hands_back_after_shutdown),
+		cmocka_unit_test(test_sched_fixed_rate_keeps_rate),
+		cmocka_unit_test(test_sched_refused_retry_paced),
+		cmocka_unit_test(test_sched_drop_delayed_keeps_due),
+		cmocka_unit_test(test_sched_shutdown_now_stops_running_periodic),
+		cmocka_unit_test(test_sched_heap_room_for_held),
 	};
 
 	tu_time_bound(0);

@@ -423,7 +423,7 @@ step_start_locked(tpe_t *pool, struct tpe__task *t, size_t limit, int *rc)
 	}
 	if (standing_in)
 		tpe__blocking_started_locked(pool, above, false);
-	if (pool->state != TPE__RUNNING) {
+	if (!tpe__sched_admits(pool->state, t->fn)) {
 		*rc = ECANCELED;
 		return true;
 	}
@@ -445,7 +445,7 @@ settle_lockfree(struct tpe__locked *le, struct tpe__task *t,
 	int rc = 0;
 
 	tpe__mutex_lock(&pool->lock);
-	if (pool->state != TPE__RUNNING) {
+	if (!tpe__sched_admits(pool->state, t->fn)) {
 		if (take_back_locked(le, t, owner)) {
 			tpe__task_free(&pool->tasks, t);
 			rc = ECANCELED;
@@ -654,13 +654,14 @@ locked_submit(struct tpe__engine *e, tpe_fn fn, void *arg,
 
 	if (dispatch_lockfree(le, fn, arg, f, &token, &rc))
 		return rc;
-	if (load_state(pool) != TPE__RUNNING)
+	/* The scheduler's tasks after shutdown too (sched.h). */
+	if (!tpe__sched_admits(load_state(pool), fn))
 		return ECANCELED;
 	t = tpe__task_new(&pool->tasks, fn, arg, f, &token);
 	if (t == NULL)
 		return ENOMEM;
 	tpe__mutex_lock(&pool->lock);
-	if (pool->state != TPE__RUNNING) {
+	if (!tpe__sched_admits(pool->state, fn)) {
 		tpe__mutex_unlock(&pool->lock);
 		tpe__task_free(&pool->tasks, t);
 		return ECANCELED;
@@ -695,7 +696,7 @@ tpe__locked_place_locked(struct tpe__locked *le, struct tpe__task *t,
 
 	TPE__ASSERT_HELD(&pool->lock);
 	*saturated = false;
-	if (pool->state != TPE__RUNNING)
+	if (!tpe__sched_admits(pool->state, t->fn))
 		return ECANCELED;
 	/* execute's steps 1 to 3, as requeue decides afresh. */
 	if (step_start_locked(pool, t, pool->core, &rc))

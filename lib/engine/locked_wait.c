@@ -110,7 +110,7 @@ wait_in_line_locked(struct tpe__locked *le, struct tpe__task *t,
 			    &saturated);
 			if (!saturated)
 				break;
-		} else if (pool->state != TPE__RUNNING) {
+		} else if (!tpe__sched_admits(pool->state, t->fn)) {
 			rc = ECANCELED;
 			break;
 		}
@@ -165,7 +165,7 @@ tpe__locked_submit_wait(struct tpe__engine *e, tpe_fn fn, void *arg,
 	tpe__mutex_lock(&pool->lock);
 	if (pool->submit_line.head == NULL)
 		rc = tpe__locked_place_locked(le, t, &signal, &saturated);
-	else if (pool->state != TPE__RUNNING)
+	else if (!tpe__sched_admits(pool->state, fn))
 		saturated = false; /* rc: ECANCELED */
 	if (saturated)
 		rc = wait_in_line_locked(le, t, timeout_ns, deadline,

@@ -84,9 +84,11 @@ tpe__pool_try_terminate_locked(tpe_t *pool)
 		return false;
 	}
 	/* No worker is left: after a shutdown, no task may be either (with
-	 * no thread, the engine's idle is "nothing queued"). */
+	 * no thread, the engine's idle is "nothing queued"), nor may the
+	 * timer owe one (sched.h: it settles the pool when that ends). */
 	if (pool->state == TPE__SHUTDOWN &&
-	    !pool->engine->ops->idle_locked(pool->engine))
+	    (!pool->engine->ops->idle_locked(pool->engine) ||
+	    tpe__sched_owes(&pool->sched_hook)))
 		return false;
 	set_state_locked(pool, TPE__TIDYING);
 	return true;
@@ -124,6 +126,33 @@ unlock_and_terminate(tpe_t *pool)
 }
 
 /* ---- creation --------------------------------------------------------- */
+
+/*
+ * The scheduler's way in (sched.h's enter): the engine's submit_wait
+ * without tpe_execute_wait's check of the state, so that a SHUTDOWN pool
+ * still takes the tasks the timer owes (the engine admits them:
+ * tpe__sched_admits); timeout 0, never the rejection policy.
+ */
+static int
+enter_scheduled(tpe_t *pool, tpe_fn fn, void *arg)
+{
+	int rc = pool->engine->ops->submit_wait(pool->engine, fn, arg, NULL,
+	    0);
+
+	/* A shut-down pool whose engine does not admit them (the stacks
+	 * engine's workers close their stacks once drained): ENOTSUP. */
+	if (rc == ECANCELED && load_state(pool) == TPE__SHUTDOWN)
+		return ENOTSUP;
+	return rc;
+}
+
+/* The scheduler owes nothing any more (sched.h's settle). */
+static void
+settle_scheduled(tpe_t *pool)
+{
+	tpe__mutex_lock(&pool->lock);
+	unlock_and_terminate(pool);
+}
 
 /* In the child of fork(), with pool->lock held by this thread (copied from
  * the parent): the pool is terminated there; leaves it initialised afresh,
@@ -196,7 +225,8 @@ tpe_create(tpe_t **poolp, const tpe_attr_t *attr)
 	pool->tasks.wrap_fn = tpe__sched_task_fn;
 	pool->tasks.wrap_begin = tpe__sched_begin;
 	pool->sched_hook.pool = pool;
-	pool->sched_hook.enter = tpe_execute_wait;
+	pool->sched_hook.enter = enter_scheduled;
+	pool->sched_hook.settle = settle_scheduled;
 	pool->sched_hook.discard = pool->attr.discard;
 	pool->sched_hook.discard_ctx = pool->attr.discard_ctx;
 	pool->sched_hook.flags = pool->attr.sched_flags;
@@ -364,45 +394,6 @@ ensure_worker_locked(tpe_t *pool)
 	return tpe__worker_start_locked(pool, NULL);
 }
 
-int
-tpe_shutdown(tpe_t *pool)
-{
-	struct tpe__task_list orphans;
-
-	if (pool == NULL)
-		return EINVAL;
-	/* First, while the pool still takes tasks: what stays scheduled
-	 * gets its gate task in (sched.h). */
-	tpe__sched_shutdown(&pool->sched_hook);
-	tpe__task_list_init(&orphans);
-	tpe__mutex_lock(&pool->lock);
-	if (pool->state == TPE__RUNNING) {
-		set_state_locked(pool, TPE__SHUTDOWN);
-		set_paused_locked(pool, false);
-		wake_workers_locked(pool);
-	}
-	if (ensure_worker_locked(pool) != 0 && pool->wc == 0) {
-		/* Nobody can drain the queue: hand its tasks back. */
-		pool->engine->ops->drain_locked(pool->engine, NULL, NULL,
-		    SIZE_MAX, &orphans);
-	}
-	if (orphans.count > 0) {
-		tpe_handback_fn cb = pool->attr.discard;
-		void *ctx = pool->attr.discard_ctx;
-
-		pool->handing_back++;
-		tpe__mutex_unlock(&pool->lock);
-		if (!tpe__task_hand_back_list(&pool->tasks, &orphans, cb,
-		    ctx))
-			return 0; /* forked in cb: the child's pool is done */
-		tpe__mutex_lock(&pool->lock);
-		TPE__ASSERT(pool->handing_back > 0);
-		pool->handing_back--;
-	}
-	unlock_and_terminate(pool);
-	return 0;
-}
-
 /*
  * Hands the tasks a drain removed (out) to cb outside the lock; L held on
  * entry and, when it returns true, on return. Termination waits until they
@@ -427,25 +418,63 @@ hand_back_removed_locked(tpe_t *pool, struct tpe__task_list *out,
 	return true;
 }
 
-/* Scheduled tasks among drained ones go back as the user's fn/arg; the
- * scheduler's gate task is dropped (sched.h). L held. */
+/* A queued scheduled task that will not run (sched.h): tpe_purge's and
+ * tpe_shutdown's match. */
+static bool
+match_sched_dropped(const struct tpe__task *t, void *ctx)
+{
+	(void)ctx;
+	return tpe__sched_dropped(t);
+}
+
+int
+tpe_shutdown(tpe_t *pool)
+{
+	struct tpe__task_list orphans;
+
+	if (pool == NULL)
+		return EINVAL;
+	/* First, while the pool still takes tasks: the scheduler decides
+	 * what stays, which it owes the pool from now on (sched.h). */
+	tpe__sched_shutdown(&pool->sched_hook);
+	tpe__task_list_init(&orphans);
+	tpe__mutex_lock(&pool->lock);
+	if (pool->state == TPE__RUNNING) {
+		set_state_locked(pool, TPE__SHUTDOWN);
+		set_paused_locked(pool, false);
+		wake_workers_locked(pool);
+	}
+	/* Scheduled runs that will not start (stopped periodic runs,
+	 * cancelled ones) leave the queue now, as Java's onShutdown removes
+	 * them; a kind that only drains whole hands them back when taken. */
+	if ((pool->engine->caps & TPE__CAP_DRAIN_ONLY) == 0) {
+		pool->engine->ops->drain_locked(pool->engine,
+		    match_sched_dropped, NULL, SIZE_MAX, &orphans);
+		if (orphans.count > 0)
+			tpe__pool_room_locked(pool);
+	}
+	if (ensure_worker_locked(pool) != 0 && pool->wc == 0) {
+		/* Nobody can drain the queue: hand its tasks back. */
+		pool->engine->ops->drain_locked(pool->engine, NULL, NULL,
+		    SIZE_MAX, &orphans);
+	}
+	if (!hand_back_removed_locked(pool, &orphans, pool->attr.discard,
+	    pool->attr.discard_ctx))
+		return 0; /* forked in cb: the child's pool is done */
+	unlock_and_terminate(pool);
+	return 0;
+}
+
+/* Scheduled tasks among drained ones go back as the user's fn/arg
+ * (sched.h). L held. */
 static void
 sched_translate_locked(tpe_t *pool, struct tpe__task_list *out)
 {
-	struct tpe__task_list keep;
 	struct tpe__task *t;
 
 	TPE__ASSERT_HELD(&pool->lock);
-	tpe__task_list_init(&keep);
-	while ((t = tpe__task_list_pop(out)) != NULL) {
-		if (tpe__sched_translate(&pool->sched_hook, t))
-			tpe__task_list_push(&keep, t);
-		else
-			tpe__task_free(&pool->tasks, t);
-	}
-	*out = keep;
-	if (out->head == NULL)
-		out->tailp = &out->head;
+	for (t = out->head; t != NULL; t = t->next)
+		tpe__sched_translate(&pool->sched_hook, t);
 }
 
 int
@@ -459,8 +488,6 @@ tpe_shutdown_now(tpe_t *pool, tpe_handback_fn drained, void *ctx)
 		drained = pool->attr.discard;
 		ctx = pool->attr.discard_ctx;
 	}
-	/* Pending scheduled tasks first, each to drained once (sched.h). */
-	tpe__sched_shutdown_now(&pool->sched_hook, drained, ctx);
 	tpe__task_list_init(&out);
 	tpe__mutex_lock(&pool->lock);
 	if (pool->state < TPE__STOP) {
@@ -468,6 +495,16 @@ tpe_shutdown_now(tpe_t *pool, tpe_handback_fn drained, void *ctx)
 		set_paused_locked(pool, false);
 		wake_workers_locked(pool);
 	}
+	/* Then, the pool stopped (a callback sees it shut down and refusing
+	 * every task), pending scheduled tasks, each to drained once
+	 * (sched.h); termination waits for them. */
+	pool->handing_back++;
+	tpe__mutex_unlock(&pool->lock);
+	if (!tpe__sched_shutdown_now(&pool->sched_hook, drained, ctx))
+		return 0; /* forked in drained: see tpe_shutdown */
+	tpe__mutex_lock(&pool->lock);
+	TPE__ASSERT(pool->handing_back > 0);
+	pool->handing_back--;
 	pool->engine->ops->drain_locked(pool->engine, NULL, NULL, SIZE_MAX,
 	    &out);
 	sched_translate_locked(pool, &out);
@@ -753,12 +790,15 @@ match_fn_arg(const struct tpe__task *t, void *ctx)
 	    t->arg == m->arg;
 }
 
+/* A queued task whose future was cancelled; a scheduled task's is its
+ * record's (sched.h). */
 static bool
 match_cancelled(const struct tpe__task *t, void *ctx)
 {
 	(void)ctx;
-	return tpe__task_future(t) != NULL &&
-	    tpe_future_is_cancelled(tpe__task_future(t));
+	if (tpe__task_future(t) == NULL)
+		return tpe__sched_dropped(t);
+	return tpe_future_is_cancelled(tpe__task_future(t));
 }
 
 int

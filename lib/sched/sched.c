@@ -17,15 +17,17 @@
  * timer beyond the task's future: the record's fields below (48 bytes on
  * LP64) plus one heap slot (8 bytes; the array doubles, so up to 16).
  *
- * Where a due task goes: h->enter(pool, run_task, rec, 0), which is
- * tpe_execute_wait: the pool's own path on every queue kind and engine
- * (sched calls nothing of the pool but through its hook), which never calls the
- * rejection policy (so caller-runs never runs user code on this thread).
- * Refused for saturation (or ENOMEM), the record goes back to the heap
- * with its due time and seq, still first, and the timer offers it again
- * after RETRY_NS. The pool's discard callback is tpe__sched_discard
- * (pool.c installs it), so a queued run_task the pool drops reaches the
- * user as the user's pair.
+ * Where a due task goes: h->enter(pool, run_task, rec), the engine's
+ * submit_wait with timeout 0: the pool's own path on every queue kind and
+ * engine (sched calls nothing of the pool but through its hook), which
+ * never calls the rejection policy (so caller-runs never runs user code
+ * on this thread). Refused for saturation (or ENOMEM), or ECANCELED by a
+ * pool that stopped before this scheduler's shutdown_now hook, the record
+ * goes back to the heap with its due time and seq, still first, and the
+ * timer offers it again after RETRY_NS (the hook, which waits until the
+ * timer holds nothing, then takes it). The pool's discard callback is
+ * tpe__sched_discard (pool.c installs it), so a queued run_task the pool
+ * drops reaches the user as the user's pair.
  *
  * A record (struct sched_task) begins with its future, so it lives as
  * long as the future's references: the scheduler's (held from schedule to
@@ -35,21 +37,28 @@
  * ends only CANCELLED.
  *
  * Where a record is: in the heap (idx != NOT_IN_HEAP), or taken by the
- * timer or the gate (about to enter the pool or run), or in the pool as a
- * task (run_task, rec), or running. Exactly one of those; whoever takes it
- * from the heap owns it until it puts it back or finishes it. finish()
+ * timer (about to enter the pool, or to be handed back), or in the pool as
+ * a task (run_task, rec), or running. Exactly one of those; whoever takes
+ * it from the heap owns it until it puts it back or finishes it. finish()
  * hands a cancelled record's argument to a callback, once, and drops the
  * scheduler's reference.
  *
  * Lifecycle of the scheduler: created by the first schedule on the pool
  * (its timer thread with it) unless a shutdown came first (close_hook:
- * then the pool never gets one); tpe_shutdown's hook sets `shutdown` (under
- * s->lock, before the pool leaves RUNNING) and waits until the timer is
- * not busy, then the timer thread leaves its loop; what still must
- * run is run by a gate task on one worker of the pool (Java's workers
- * waiting on the delay queue after shutdown), one at a time, which keeps
- * the pool from terminating until nothing is left. tpe_shutdown_now's
- * hook sets `stop`: every pending record is handed back.
+ * then the pool never gets one). tpe_shutdown's hook sets `shutdown`
+ * (under S, before the pool leaves RUNNING), waits until the timer holds
+ * nothing, and hands back what the flags drop (keep_at_shutdown). What
+ * stays is what the timer owes the pool: Java keeps its workers for the
+ * delay queue after shutdown, and a due task enters as any task. So the
+ * timer goes on after shutdown and enters due tasks through the same
+ * h->enter, which a SHUTDOWN pool still admits for the scheduler's tasks
+ * (tpe__sched_admits: the path shutdown does not close); task hooks,
+ * statistics, purge and hand-back see them as before shutdown. While it
+ * owes anything (h->owes: a record in the heap or held by the timer, after
+ * shutdown and before stop) the pool does not terminate; when that ends,
+ * h->settle lets it (unlock_settle). tpe_shutdown_now's hook, which the
+ * pool calls once it is STOP, sets `stop`: every pending record is handed
+ * back, the timer leaves its loop.
  *
  * Lock: s->lock (rank SCHED, a leaf: no other lock of the library is taken
  * while it is held; the pool is never called and no user code runs under
@@ -87,25 +96,28 @@ struct tpe__sched {
 	struct tpe__future_sched fops; /* I: its records' f.sched */
 	struct tpe__mutex lock;
 	pthread_cond_t timer_cond;   /* the timer thread waits here */
-	pthread_cond_t gate_cond;    /* the gate waits here */
 	pthread_cond_t idle_cond;    /* the shutdown hooks wait for !busy */
 	struct sched_task **heap;    /* S */
 	size_t n, cap;               /* S */
 	uint64_t next_seq;           /* S */
-	bool shutdown;               /* S, A: no new schedules; the timer
-				      * leaves; read by run_task without S */
+	bool shutdown;               /* S, A: no new schedules; what stays
+				      * is owed to the pool; read by
+				      * run_task without S */
 	bool stop;                   /* S, A: shutdown_now: nothing runs any
-				      * more; read by run_task without S */
+				      * more, the timer leaves; read by
+				      * run_task without S */
 	bool busy;                   /* S: the timer holds a record outside
 				      * S: entering the pool, or handing it
 				      * back (the shutdown hooks wait, so
 				      * that the pool terminates after) */
-	bool gate_active;            /* S: a gate is queued or running */
 	bool quit;                   /* S: the timer thread must leave */
 	pthread_t thread;            /* I */
 	struct tpe__sched_hook *h;   /* I */
 	unsigned fork_gen;           /* I */
 };
+
+int64_t (*tpe__sched_clock_hook)(void);
+void (*tpe__sched_timer_hook)(bool holding);
 
 static const struct tpe__future_sched sched_future_ops, released_ops;
 static struct tpe__sched closed_sched; /* only its address is used */
@@ -222,15 +234,55 @@ add_sat(int64_t a, int64_t b)
 	return a + b;
 }
 
-/* Wakes whoever waits for heap[0]: the timer, or the gate after shutdown. */
+/* Wakes the timer, which waits for heap[0]. */
 static void
 wake_locked(struct tpe__sched *s)
 {
 	TPE__ASSERT_HELD(&s->lock);
-	if (s->shutdown)
-		tpe__cond_signal(&s->gate_cond);
-	else
-		tpe__cond_signal(&s->timer_cond);
+	tpe__cond_signal(&s->timer_cond);
+}
+
+/*
+ * Updates h->owes (S held): after shutdown and before stop, whether a
+ * record is in the heap or held by the timer, i.e. must still enter the
+ * pool. True when that just ended: the caller tells the pool, S dropped
+ * (h->settle), which may terminate now. The store is a release, pairing
+ * with the acquire load in tpe__sched_owes (the pool's termination check,
+ * under pool->lock); a check that read true before this store is followed
+ * by the settle, which checks again under pool->lock.
+ */
+static bool
+owes_locked(struct tpe__sched *s)
+{
+	struct tpe__sched_hook *h = s->h;
+	bool owes = s->shutdown && !s->stop && (s->n > 0 || s->busy);
+	bool was = h->owes; /* only written under S */
+
+	TPE__ASSERT_HELD(&s->lock);
+	if (owes != was)
+		__atomic_store_n(&h->owes, owes, __ATOMIC_RELEASE);
+	return was && !owes;
+}
+
+/* Unlocks S; tells the pool when the scheduler's debt just ended. */
+static void
+unlock_settle(struct tpe__sched *s)
+{
+	bool ended = owes_locked(s);
+
+	tpe__mutex_unlock(&s->lock);
+	if (ended)
+		s->h->settle(s->h->pool);
+}
+
+/* The scheduler's clock: CLOCK_MONOTONIC, or the tests' (sched.h). */
+static int64_t
+sched_now(void)
+{
+	int64_t (*clock)(void) = __atomic_load_n(&tpe__sched_clock_hook,
+	    __ATOMIC_RELAXED);
+
+	return clock != NULL ? clock() : tpe__now_ns();
 }
 
 /* Sets shutdown or stop (S held): release, pairing with the acquire load
@@ -330,52 +382,6 @@ run_plain(void *arg)
 
 static void run_task(void *arg);
 
-/* The gate after shutdown: runs what is left, one at a time, on this
- * worker. Enter with S held and gate_active set; returns with S free. */
-static void
-gate_loop_locked(struct tpe__sched *s)
-{
-	for (;;) {
-		struct sched_task *r;
-
-		if (s->stop || s->n == 0)
-			break;
-		r = s->heap[0];
-		if (!tpe__future_is_new(&r->f)) {
-			heap_remove_locked(s, r);
-			tpe__mutex_unlock(&s->lock);
-			if (!discard(r))
-				return;
-			tpe__mutex_lock(&s->lock);
-			continue;
-		}
-		if (r->due > tpe__now_ns()) {
-			tpe__cond_wait_until(&s->gate_cond, &s->lock, r->due);
-			continue;
-		}
-		heap_remove_locked(s, r);
-		tpe__mutex_unlock(&s->lock);
-		run_task(r);
-		tpe__mutex_lock(&s->lock);
-	}
-	s->gate_active = false;
-	tpe__cond_broadcast(&s->idle_cond);
-	tpe__mutex_unlock(&s->lock);
-}
-
-static void
-gate_task(void *arg)
-{
-	struct tpe__sched *s = arg;
-
-	tpe__mutex_lock(&s->lock);
-	gate_loop_locked(s);
-}
-
-/* Whether this worker runs the gate loop (a run inside it never starts a
- * second gate). */
-static __thread bool in_gate;
-
 /* The record tpe__sched_begin decided to run on this thread, until its
  * run_task (a worker runs one task at a time). */
 static TPE__TLS struct sched_task *tls_begun;
@@ -396,14 +402,14 @@ tpe__sched_begin(void *arg, tpe_fn *fn, void **user_arg)
 	return true;
 }
 
-/* The task the pool runs for a due record (and the gate, inline). */
+/* The task the pool runs for a due record. */
 static void
 run_task(void *arg)
 {
 	struct sched_task *r = arg;
 	struct tpe__sched *s = rec_sched(r);
 	unsigned gen = tpe__fork_gen();
-	bool again, become_gate = false;
+	bool again;
 	/* Decided by tpe__sched_begin (the hooks ran): it runs. */
 	bool begun = tls_begun == r;
 
@@ -439,22 +445,15 @@ run_task(void *arg)
 	    heap_reserve_locked(s) == 0;
 	if (again) {
 		if (r->period < 0)
-			set_due(r, add_sat(tpe__now_ns(), -r->period));
+			set_due(r, add_sat(sched_now(), -r->period));
 		r->seq = s->next_seq++;
 		heap_push_locked(s, r);
 		wake_locked(s);
-		if (s->shutdown && !s->gate_active && !in_gate) {
-			s->gate_active = true;
-			become_gate = true;
-		}
 	}
-	if (become_gate) {
-		in_gate = true;
-		gate_loop_locked(s);
-		in_gate = false;
-		return;
-	}
-	tpe__mutex_unlock(&s->lock);
+	/* Owed again after shutdown (CONTINUE_PERIODIC): stored before this
+	 * worker goes back to its pool, which therefore cannot terminate in
+	 * between (the run holds it). */
+	unlock_settle(s);
 	if (!again)
 		(void)discard(r);
 }
@@ -492,19 +491,46 @@ hand_back_busy_locked(struct tpe__sched *s, struct sched_task *r)
 	return true;
 }
 
+/* Calls the tests' timer hook (sched.h), if any, S dropped meanwhile. */
+static void
+timer_hook_locked(struct tpe__sched *s, bool holding)
+{
+	void (*hook)(bool) = __atomic_load_n(&tpe__sched_timer_hook,
+	    __ATOMIC_RELAXED);
+
+	if (hook == NULL)
+		return;
+	tpe__mutex_unlock(&s->lock);
+	hook(holding);
+	tpe__mutex_lock(&s->lock);
+}
+
+/*
+ * The timer thread: sleeps until heap[0] is due, then hands it to the
+ * pool; before and after tpe_shutdown alike (Design notes), until
+ * tpe_shutdown_now's stop or tpe__sched_destroy's quit.
+ */
 static void *
 timer_main(void *arg)
 {
 	struct tpe__sched *s = arg;
 	int64_t retry_until = 0;
+	bool hooked = false;
 
 	tpe__thread_set_name("tpe-timer");
 	tpe__mutex_lock(&s->lock);
-	while (!s->quit && !s->shutdown) {
+	while (!s->quit && !s->stop) {
 		struct sched_task *r;
 		int64_t now;
 		int rc;
 
+		if (owes_locked(s)) {
+			/* Nothing owed any more: the pool may terminate. */
+			tpe__mutex_unlock(&s->lock);
+			s->h->settle(s->h->pool);
+			tpe__mutex_lock(&s->lock);
+			continue;
+		}
 		if (s->n == 0) {
 			tpe__cond_wait_until(&s->timer_cond, &s->lock, INT64_MAX);
 			continue;
@@ -516,17 +542,25 @@ timer_main(void *arg)
 				return NULL;
 			continue;
 		}
-		now = tpe__now_ns();
+		now = sched_now();
 		if (r->due > now || retry_until > now) {
 			tpe__cond_wait_until(&s->timer_cond, &s->lock,
 			    r->due > retry_until ? r->due : retry_until);
 			continue;
 		}
+		if (!hooked) {
+			/* heap[0] is due and still in the heap. */
+			hooked = true;
+			timer_hook_locked(s, false);
+			continue;
+		}
+		hooked = false;
 		heap_remove_locked(s, r);
 		s->busy = true;
+		timer_hook_locked(s, true);
 		tpe__mutex_unlock(&s->lock);
-		/* Never the rejection policy, never blocking (tpe.h). */
-		rc = s->h->enter(s->h->pool, run_task, r, 0);
+		/* Never the rejection policy, never blocking (sched.h). */
+		rc = s->h->enter(s->h->pool, run_task, r);
 		tpe__mutex_lock(&s->lock);
 		s->busy = false;
 		tpe__cond_broadcast(&s->idle_cond);
@@ -534,19 +568,23 @@ timer_main(void *arg)
 			retry_until = 0;
 			continue;
 		}
-		if (rc == ECANCELED) {
-			/* The pool shut down without this scheduler's hook
-			 * (close_hook makes that impossible; were it to
-			 * happen, nothing is lost): it can never enter; to
-			 * the discard callback, its future cancelled. */
+		if (rc == ENOTSUP) {
+			/* The pool is shut down and its engine takes no task
+			 * any more: to the discard callback, its future
+			 * cancelled (tpe_schedule(3)). */
 			if (!hand_back_busy_locked(s, r))
 				return NULL;
 			continue;
 		}
-		/* Refused (saturated, no memory): back at its place, due. */
+		/*
+		 * Refused: saturated, no memory, or ECANCELED by a pool that
+		 * stopped before this scheduler's shutdown_now hook came,
+		 * which takes it from the heap (it waited for !busy). Back
+		 * at its place, due, offered again after RETRY_NS.
+		 */
 		TPE__ASSERT(s->n < s->cap);
 		heap_push_locked(s, r);
-		retry_until = add_sat(tpe__now_ns(), RETRY_NS);
+		retry_until = add_sat(sched_now(), RETRY_NS);
 	}
 	tpe__mutex_unlock(&s->lock);
 	return NULL;
@@ -559,7 +597,6 @@ sched_free(struct tpe__sched *s)
 {
 	if (!tpe__forked_since(s->fork_gen)) {
 		tpe__cond_destroy(&s->timer_cond);
-		tpe__cond_destroy(&s->gate_cond);
 		tpe__cond_destroy(&s->idle_cond);
 		tpe__mutex_destroy(&s->lock);
 	}
@@ -597,7 +634,6 @@ get_sched(struct tpe__sched_hook *h, struct tpe__sched **sp)
 		return ENOMEM;
 	tpe__mutex_init_ranked(&s->lock, TPE__RANK_SCHED);
 	tpe__cond_init(&s->timer_cond);
-	tpe__cond_init(&s->gate_cond);
 	tpe__cond_init(&s->idle_cond);
 	s->fops = sched_future_ops;
 	s->h = h;
@@ -645,7 +681,7 @@ tpe__sched_schedule(struct tpe__sched_hook *h, tpe_fn fn, tpe_call_fn call,
 	r->arg = arg;
 	r->period = period;
 	r->idx = NOT_IN_HEAP;
-	now = tpe__now_ns();
+	now = sched_now();
 	r->due = delay_ns <= 0 ? now : add_sat(now, delay_ns);
 	tpe__mutex_lock(&s->lock);
 	rc = s->shutdown ? ECANCELED : heap_reserve_locked(s);
@@ -687,7 +723,7 @@ on_cancel(struct tpe_future *f)
 	tpe__mutex_lock(&s->lock);
 	if (r->idx != NOT_IN_HEAP &&
 	    ((s->h->flags & TPE_SCHED_REMOVE_ON_CANCEL) != 0 || s->shutdown)) {
-		/* Only the head's waiter cares: the timer (or gate) sleeps
+		/* Only the head's waiter cares: the timer sleeps
 		 * until heap[0]'s due time, and a later one leaving changes
 		 * nothing for it (waking it on every cancel cost a futex
 		 * wake and a lock hand-over per cancel). */
@@ -698,7 +734,8 @@ on_cancel(struct tpe_future *f)
 		if (head)
 			wake_locked(s);
 	}
-	tpe__mutex_unlock(&s->lock);
+	/* After shutdown it may have been the last one owed. */
+	unlock_settle(s);
 	if (removed)
 		(void)discard(r);
 }
@@ -711,7 +748,7 @@ get_delay(const struct tpe_future *f)
 
 	if (due == INT64_MAX)
 		return INT64_MAX;
-	return due - tpe__now_ns();
+	return due - sched_now();
 }
 
 static const struct tpe__future_sched sched_future_ops = {
@@ -777,7 +814,7 @@ take_locked(struct tpe__sched *s, bool (*keep)(struct tpe__sched *,
     struct sched_task *, int64_t), struct sched_task **out, size_t max)
 {
 	size_t i, k = 0, m = 0;
-	int64_t now = tpe__now_ns();
+	int64_t now = sched_now();
 
 	for (i = 0; i < s->n; i++) {
 		struct sched_task *r = s->heap[i];
@@ -882,25 +919,10 @@ take_and_finish_locked(struct tpe__sched *s, bool (*keep)(
 	return true;
 }
 
-/* The gate task will not run (refused, or dropped by the pool): what it
- * would have run goes to the discard callback. No lock held. */
-static void
-gate_not_run(struct tpe__sched_hook *h, struct tpe__sched *s)
-{
-	tpe__mutex_lock(&s->lock);
-	s->gate_active = false;
-	if (!take_and_finish_locked(s, keep_none, h->discard, h->discard_ctx,
-	    NULL))
-		return; /* forked in the callback */
-	tpe__cond_broadcast(&s->idle_cond);
-	tpe__mutex_unlock(&s->lock);
-}
-
 void
 tpe__sched_shutdown(struct tpe__sched_hook *h)
 {
 	struct tpe__sched *s = close_hook(h);
-	bool gate = false;
 
 	if (s == NULL)
 		return;
@@ -910,59 +932,42 @@ tpe__sched_shutdown(struct tpe__sched_hook *h)
 		return;
 	}
 	set_flag_locked(s, &s->shutdown);
-	tpe__cond_signal(&s->timer_cond);
 	wait_not_busy_locked(s);
 	if (!take_and_finish_locked(s, keep_at_shutdown, h->discard,
 	    h->discard_ctx, NULL))
 		return; /* forked in the callback */
-	if (s->n > 0 && !s->gate_active) {
-		s->gate_active = true;
-		gate = true;
-	}
-	tpe__mutex_unlock(&s->lock);
-	/* The pool is still RUNNING (the hook comes first). Refused (a
-	 * saturated bounded or hand-off pool): what was left is handed to
-	 * the discard callback (tpe_schedule(3)). */
-	if (gate && h->enter(h->pool, gate_task, s, 0) != 0)
-		gate_not_run(h, s);
+	/* What stayed is owed (h->owes set here, before the pool leaves
+	 * RUNNING); the timer goes on entering it when due. */
+	unlock_settle(s);
 }
 
-void
+bool
 tpe__sched_shutdown_now(struct tpe__sched_hook *h, tpe_handback_fn cb,
     void *ctx)
 {
 	struct tpe__sched *s = close_hook(h);
 
 	if (s == NULL)
-		return;
+		return true;
 	tpe__mutex_lock(&s->lock);
 	set_flag_locked(s, &s->shutdown);
 	set_flag_locked(s, &s->stop);
 	tpe__cond_signal(&s->timer_cond);
-	tpe__cond_broadcast(&s->gate_cond);
 	wait_not_busy_locked(s);
 	if (!take_and_finish_locked(s, keep_none, cb, ctx, NULL))
-		return; /* forked in the callback */
-	tpe__mutex_unlock(&s->lock);
+		return false; /* forked in the callback */
+	unlock_settle(s);
+	return true;
 }
 
-bool
+void
 tpe__sched_translate(struct tpe__sched_hook *h, struct tpe__task *t)
 {
 	struct tpe__sched *s = hook_sched(h);
 	struct sched_task *r;
 
-	if (s == NULL || tpe__task_future(t) != NULL)
-		return true;
-	if (t->fn == gate_task) {
-		tpe__mutex_lock(&s->lock);
-		s->gate_active = false;
-		tpe__cond_broadcast(&s->idle_cond);
-		tpe__mutex_unlock(&s->lock);
-		return false;
-	}
-	if (t->fn != run_task)
-		return true;
+	if (s == NULL || t->fn != run_task)
+		return;
 	r = t->arg;
 	tpe__future_cancel(&r->f);
 	/* The user's pair; a tpe_schedule_call task's fn is NULL, which
@@ -971,7 +976,18 @@ tpe__sched_translate(struct tpe__sched_hook *h, struct tpe__task *t)
 	t->arg = r->arg;
 	t->u.future = NULL;
 	release_record(r);
-	return true;
+}
+
+bool
+tpe__sched_dropped(const struct tpe__task *t)
+{
+	const struct sched_task *r = t->arg;
+
+	if (t->fn != run_task)
+		return false;
+	if (tpe_future_is_cancelled(&r->f))
+		return true;
+	return r->period != 0 && periodic_stopped(rec_sched(r));
 }
 
 size_t
@@ -1000,7 +1016,7 @@ tpe__sched_purge(struct tpe__sched_hook *h)
 	if (!take_and_finish_locked(s, keep_uncancelled, h->discard,
 	    h->discard_ctx, &m))
 		return m; /* forked in the callback */
-	tpe__mutex_unlock(&s->lock);
+	unlock_settle(s);
 	return m;
 }
 
@@ -1023,7 +1039,8 @@ tpe__sched_destroy(struct tpe__sched_hook *h)
 		return;
 	}
 	stop_thread(s);
-	/* The pool terminated: the gate ran everything that stayed. */
+	/* The pool terminated: what stayed after shutdown entered it, or
+	 * tpe_shutdown_now took it; what a forked child left goes back. */
 	for (i = 0; i < s->n; i++)
 		(void)discard(s->heap[i]);
 	sched_free(s);
@@ -1045,12 +1062,6 @@ tpe__sched_discard(tpe_fn fn, void *arg, void *ctx)
 	struct tpe__sched *s = hook_sched(h);
 	struct sched_task *r;
 
-	if (s != NULL && fn == gate_task) {
-		/* The gate will not run (the pool could start no worker for
-		 * it): what it would have run goes to the discard callback. */
-		gate_not_run(h, s);
-		return;
-	}
 	if (s != NULL && fn == run_task) {
 		/* A due scheduled task the pool dropped (DISCARD_OLDEST, a
 		 * queue no worker can drain): the user's pair, its future

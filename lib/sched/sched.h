@@ -4,8 +4,10 @@
  * pool and the hooks through which the pool tells it about its lifecycle.
  *
  * Where it sits: lib/sched, a layer on the pool's public calls. A due task
- * enters the pool through tpe_execute_wait (timeout 0), so the timer works
- * on every queue kind, policy and engine unchanged. It takes from the pool
+ * enters the pool through its engine's submit_wait (timeout 0), so the
+ * timer works on every queue kind, policy and engine unchanged; after
+ * tpe_shutdown too, where the engine admits the scheduler's tasks
+ * (tpe__sched_admits) until tpe_shutdown_now. It takes from the pool
  * only the narrow struct tpe__sched_hook below (embedded in the pool, its
  * I fields set at create) and the future module (a scheduled task's
  * record begins with its future: future.h). pool.c calls the hooks listed
@@ -17,6 +19,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "pool/state.h"
 #include "queue/node.h"
 #include "tpe.h"
 
@@ -27,28 +30,56 @@ struct tpe__sched_hook {
 	struct tpe__sched *s;     /* A: NULL until the first schedule or
 				   * shutdown (CAS), then fixed until
 				   * tpe__sched_destroy (sched.c) */
-	tpe_t *pool;              /* I: only passed to enter */
-	/* I: how a due task enters the pool: tpe_execute_wait (its rules:
-	 * never the rejection policy, 0 waits for no room) */
-	int (*enter)(tpe_t *pool, tpe_fn fn, void *arg, int64_t timeout_ns);
+	tpe_t *pool;              /* I: only passed to enter and settle */
+	/* I: how a due task enters the pool: the engine's submit_wait with
+	 * timeout 0 (never the rejection policy, never waits for room),
+	 * which a SHUTDOWN pool still admits (tpe__sched_admits). 0, or
+	 * EAGAIN / ENOMEM / ETIMEDOUT (saturated), ECANCELED (stopped), or
+	 * ENOTSUP (shut down, and its engine takes nothing more: the stacks
+	 * engine's workers close once drained): the caller keeps the task. */
+	int (*enter)(tpe_t *pool, tpe_fn fn, void *arg);
+	/* I: called with no lock held when `owes` went false: the pool may
+	 * terminate now (it checks again under its lock). */
+	void (*settle)(tpe_t *pool);
 	tpe_handback_fn discard;  /* I: the pool's discard callback */
 	void *discard_ctx;        /* I */
 	unsigned flags;           /* I: TPE_SCHED_* */
+	/* S (sched.c's lock), A: after tpe_shutdown and until
+	 * tpe_shutdown_now, whether a scheduled task must still enter the
+	 * pool (pending, or held by the timer): the pool does not terminate
+	 * meanwhile (tpe__sched_owes). */
+	bool owes;
 };
+
+/* Whether the scheduler still owes the shut-down pool a task: read under
+ * pool->lock by its termination check. Acquire: pairs with sched.c's
+ * release store (owes_locked), which is followed by h->settle when it
+ * stores false. */
+static inline bool
+tpe__sched_owes(const struct tpe__sched_hook *h)
+{
+	return __atomic_load_n(&h->owes, __ATOMIC_ACQUIRE);
+}
 
 /*
  * The hooks pool.c calls (never with pool->lock held):
  *
  * tpe__sched_shutdown: from tpe_shutdown, before the pool leaves RUNNING.
  *   New schedules are refused from here on; the flags decide what stays;
- *   what stays runs on one worker of the pool (a "gate" task submitted
- *   now), which keeps the pool from terminating until it is done.
- * tpe__sched_shutdown_now: from tpe_shutdown_now, before the pool drains
- *   its queue. Every pending scheduled task goes to cb (user fn/arg) once.
+ *   what stays is owed (h->owes): the timer enters it when due, as
+ *   before shutdown, and the pool does not terminate until it has.
+ * tpe__sched_shutdown_now: from tpe_shutdown_now, once the pool is STOP
+ *   (it refuses every task then) and before it drains its queue. Every
+ *   pending scheduled task goes to cb (user fn/arg) once. False: forked in
+ *   cb (touch nothing).
  * tpe__sched_translate: for each node tpe_shutdown_now drained: a due
- *   scheduled task gets its user fn/arg back (its future cancelled) and
- *   true; the gate task: false (the pool frees the node, no hand-back);
- *   any other node: true, untouched.
+ *   scheduled task gets its user fn/arg back (its future cancelled); any
+ *   other node is left untouched.
+ * tpe__sched_dropped: the match of tpe_purge and tpe_shutdown for queued
+ *   nodes (pool->lock held, no lock of sched's taken): a due scheduled
+ *   task that will not run (its future cancelled, or a periodic run after
+ *   a shutdown that stops it). The pool hands such nodes to its discard
+ *   callback (tpe__sched_discard).
  * tpe__sched_pending: the pending scheduled tasks (the `queued` stat).
  * tpe__sched_purge: removes cancelled pending tasks; how many.
  * tpe__sched_destroy: from tpe_destroy after termination (joins the timer
@@ -56,9 +87,10 @@ struct tpe__sched_hook {
  * tpe__sched_atfork_forget: from the pool's fork child handler.
  */
 void tpe__sched_shutdown(struct tpe__sched_hook *h);
-void tpe__sched_shutdown_now(struct tpe__sched_hook *h, tpe_handback_fn cb,
+bool tpe__sched_shutdown_now(struct tpe__sched_hook *h, tpe_handback_fn cb,
     void *ctx);
-bool tpe__sched_translate(struct tpe__sched_hook *h, struct tpe__task *t);
+void tpe__sched_translate(struct tpe__sched_hook *h, struct tpe__task *t);
+bool tpe__sched_dropped(const struct tpe__task *t);
 size_t tpe__sched_pending(const struct tpe__sched_hook *h);
 size_t tpe__sched_purge(struct tpe__sched_hook *h);
 void tpe__sched_destroy(struct tpe__sched_hook *h);
@@ -85,6 +117,31 @@ void tpe__sched_discard(tpe_fn fn, void *arg, void *ctx);
  */
 extern const tpe_fn tpe__sched_task_fn;
 bool tpe__sched_begin(void *arg, tpe_fn *fn, void **user_arg);
+
+/*
+ * Whether a pool in `state` (enum tpe__state) takes a task whose node fn
+ * is fn: RUNNING takes every task; SHUTDOWN only the scheduler's, which
+ * its timer enters only while it owes them (the path tpe_shutdown does not
+ * close: Java's delay queue after shutdown); STOP and later none. The
+ * engines ask this wherever they test the state with a task in hand.
+ */
+static inline bool
+tpe__sched_admits(int state, tpe_fn fn)
+{
+	return state == TPE__RUNNING ||
+	    (state == TPE__SHUTDOWN && fn == tpe__sched_task_fn);
+}
+
+/*
+ * Tests only (NULL otherwise): the scheduler's clock instead of
+ * CLOCK_MONOTONIC (due times, tpe_future_get_delay, the timer's "is it
+ * due"; the timer still sleeps on CLOCK_MONOTONIC), and a hook the timer
+ * calls without its lock when heap[0] is due: first with holding false
+ * (the task still pending), then with holding true (taken out, about to
+ * enter the pool; a shutdown waits for it).
+ */
+extern int64_t (*tpe__sched_clock_hook)(void);
+extern void (*tpe__sched_timer_hook)(bool holding);
 
 /*
  * The work of the four public calls (lib/pool/schedule.c checks the pool,
