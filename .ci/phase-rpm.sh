@@ -7,8 +7,10 @@
 # checkout (bash .ci/phase-rpm.sh).
 #
 # Checks: 1. the tarball (make dist) and libtpe.spec's Version agree with
-# it; 2. rpmbuild -ba (the source RPM, libtpe, libtpe-devel; %check runs
-# make check); 3. rpmlint on the spec, the source RPM and the RPMs: no
+# it; 2. rpmbuild -ba --nocheck (the source RPM, libtpe, libtpe-devel;
+# %check is make check, which the debian phase runs on the same tarball
+# with the distribution's hardening flags, and the other phases with
+# theirs: run here once more it only cost CI minutes); 3. rpmlint on the spec, the source RPM and the RPMs: no
 # error (warnings are printed, and do not fail). libtpe.rpmlintrc filters
 # the messages of openSUSE's policies that a Fedora-style spec does not
 # follow, each with its reason.
@@ -36,13 +38,13 @@ ci_check "the tarball and libtpe.spec's Version agree" $?
 
 mkdir -p "$dir/rpmbuild/SOURCES"
 cp "$tarball" "$dir/rpmbuild/SOURCES/"
-echo "== rpm: rpmbuild -ba --nodeps libtpe.spec"
-timeout -k 10 900 rpmbuild -ba --nodeps --define "_topdir $dir/rpmbuild" \
-	libtpe.spec >"$dir/rpmbuild.log" 2>&1
+echo "== rpm: rpmbuild -ba --nodeps --nocheck libtpe.spec"
+timeout -k 10 900 rpmbuild -ba --nodeps --nocheck \
+	--define "_topdir $dir/rpmbuild" libtpe.spec >"$dir/rpmbuild.log" 2>&1
 status=$?
 grep -E '^# (TOTAL|PASS|SKIP|FAIL|ERROR):|^Wrote:' "$dir/rpmbuild.log"
 ((status == 0)) || tail -n 80 "$dir/rpmbuild.log"
-ci_check "rpmbuild -ba (make check in %check)" $status
+ci_check "rpmbuild -ba --nocheck" $status
 ((status == 0)) || ci_finish
 for rpm in "$dir"/rpmbuild/RPMS/*/*.rpm; do
 	echo "== rpm: rpm -qlp $(basename "$rpm")"
