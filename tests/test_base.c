@@ -5,10 +5,11 @@
  * takers (every node taken exactly once, each pusher's nodes in order),
  * its marker variant, the park/wake sequence (park.h) in the exact
  * lost-wake-up interleaving built with barriers and in a ping-pong, its
- * timeouts, the backoff's phases, and the thread-start helper's signal
- * mask.
+ * timeouts, a condition wait's deadline past a 32-bit time_t, the
+ * backoff's phases, and the thread-start helper's signal mask.
  */
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 
 #include "helpers.h"
@@ -374,6 +375,63 @@ test_base_park_timeout(void **state)
 	tpe__park_destroy(&p);
 }
 
+/* ---- timed waits -------------------------------------------------------- */
+
+struct far_wait {
+	struct tpe__mutex m;
+	pthread_cond_t c;
+	int64_t deadline;
+	bool waiting, go;  /* under m */
+	int rc;            /* the waiter's first result other than 0 */
+};
+
+static void *
+far_waiter(void *arg)
+{
+	struct far_wait *w = arg;
+
+	tpe__mutex_lock(&w->m);
+	w->waiting = true;
+	while (!w->go && w->rc == 0)
+		w->rc = tpe__cond_wait_until(&w->c, &w->m, w->deadline);
+	tpe__mutex_unlock(&w->m);
+	return NULL;
+}
+
+/*
+ * A deadline whose seconds do not fit a 32-bit time_t (2^31 + 2^30 s of
+ * CLOCK_MONOTONIC, some 100 years: a caller's long time-out): the wait
+ * lasts until a wake-up, as any wait with a deadline that far. With a
+ * 32-bit time_t (armhf, i386) the seconds wrapped to a negative time and
+ * the wait timed out at once (build-aux/cross-check.sh armhf).
+ */
+static void
+test_base_cond_wait_far_deadline(void **state)
+{
+	struct far_wait w = { .deadline = (INT64_C(3) << 30) * TPE__NS_PER_S };
+	pthread_t t;
+
+	(void)state;
+	tpe__mutex_init(&w.m);
+	tpe__cond_init(&w.c);
+	assert_int_equal(pthread_create(&t, NULL, far_waiter, &w), 0);
+	/* Holding m with waiting set: the waiter is inside its wait (or
+	 * already returned from it with an error). */
+	tpe__mutex_lock(&w.m);
+	while (!w.waiting) {
+		tpe__mutex_unlock(&w.m);
+		sched_yield();
+		tpe__mutex_lock(&w.m);
+	}
+	w.go = true;
+	tpe__cond_signal(&w.c);
+	tpe__mutex_unlock(&w.m);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(w.rc, 0);
+	tpe__cond_destroy(&w.c);
+	tpe__mutex_destroy(&w.m);
+}
+
 /* ---- backoff ---------------------------------------------------------- */
 
 static void
@@ -477,6 +535,7 @@ main(void)
 		cmocka_unit_test(test_base_park_no_lost_wakeup),
 		cmocka_unit_test(test_base_park_ping_pong),
 		cmocka_unit_test(test_base_park_timeout),
+		cmocka_unit_test(test_base_cond_wait_far_deadline),
 		cmocka_unit_test(test_base_backoff_phases),
 		cmocka_unit_test(test_base_backoff_sleep_ladder),
 		cmocka_unit_test(test_base_thread_create_blocks_signals),

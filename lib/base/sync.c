@@ -246,8 +246,7 @@ tpe__cond_wait_until(pthread_cond_t *c, struct tpe__mutex *m,
 	if (deadline_ns < 0) {
 		CHECKED(pthread_cond_wait(c, &m->m), "pthread_cond_wait");
 	} else {
-		ts.tv_sec = (time_t)(deadline_ns / TPE__NS_PER_S);
-		ts.tv_nsec = (long)(deadline_ns % TPE__NS_PER_S);
+		ts = tpe__timespec_of_ns(deadline_ns);
 		rc = pthread_cond_timedwait(c, &m->m, &ts);
 		if (rc != 0 && rc != ETIMEDOUT)
 			tpe__panic("pthread_cond_timedwait", rc);
@@ -256,6 +255,25 @@ tpe__cond_wait_until(pthread_cond_t *c, struct tpe__mutex *m,
 	set_owner(m, &self_tag);
 #endif
 	return rc;
+}
+
+struct timespec
+tpe__timespec_of_ns(int64_t ns)
+{
+	/* time_t is a signed integer type (POSIX, Linux): its largest
+	 * value, whatever its width. */
+	const int64_t max_s = sizeof(time_t) >= sizeof(int64_t) ? INT64_MAX :
+	    (int64_t)((UINT64_C(1) << (sizeof(time_t) * 8 - 1)) - 1);
+	struct timespec ts;
+
+	if (ns / TPE__NS_PER_S > max_s) {
+		ts.tv_sec = (time_t)max_s;
+		ts.tv_nsec = 0;
+	} else {
+		ts.tv_sec = (time_t)(ns / TPE__NS_PER_S);
+		ts.tv_nsec = (long)(ns % TPE__NS_PER_S);
+	}
+	return ts;
 }
 
 int64_t

@@ -168,6 +168,15 @@ void tpe__cond_broadcast(pthread_cond_t *c);
 int tpe__cond_wait_until(pthread_cond_t *c, struct tpe__mutex *m,
     int64_t deadline_ns);
 
+/*
+ * ns (>= 0, a time or a span) as a timespec, its seconds saturated at the
+ * largest time_t: where time_t has 32 bits (Debian's armhf and i386 with
+ * glibc's default), seconds past 2^31 - 1 (68 years) would wrap, to a
+ * negative time or an early one, and a far deadline would pass at once.
+ * Saturated, it lies 68 years ahead: as good as never.
+ */
+struct timespec tpe__timespec_of_ns(int64_t ns);
+
 int64_t tpe__now_ns(void);
 
 
