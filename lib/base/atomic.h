@@ -50,14 +50,37 @@
  *                          On x86-64 and AArch64 a seq_cst RMW costs what an
  *                          acq_rel one does, so the library has one kind.
  *
+ * Weakly ordered processors (AArch64, 32-bit ARM, POWER, RISC-V; x86 and
+ * s390x keep every order but store-then-load): the library leans on no
+ * order the C11 model does not promise. No code relies on x86's ordered
+ * plain loads and stores, on dependency ("consume") ordering, or on a
+ * relaxed access being ordered against anything: a hint is re-checked by
+ * a stronger access or under a lock, and a counter orders nothing. The
+ * compiler emits the barriers each name above asks for (ldar/stlr on
+ * AArch64, dmb on ARMv7, lwsync/sync on POWER, fence on RISC-V).
+ * doc/architecture.md, "Memory ordering", lists the pairs.
+ *
+ * 64-bit atomics on 32-bit processors: the counters of the pool and the
+ * metrics are uint64_t. ARMv7, i686 (cmpxchg8b) and RISC-V 64 do them
+ * inline; where the compiler calls libatomic instead (armel, mipsel,
+ * powerpc), configure links it (ATOMIC_LIBS). A 64-bit word read with a
+ * relaxed load is still read whole (the __atomic builtins never tear).
+ *
  * TPE__CACHE_LINE is the line size that separates words written by
- * different threads (false sharing): 64 bytes, right for x86-64 and most
- * AArch64 parts.
+ * different threads (false sharing), as Linux's L1_CACHE_BYTES: 128 bytes
+ * on POWER, 256 on s390x, 64 elsewhere (x86, ARM, RISC-V). Padding wider
+ * than the line costs memory only.
  */
 #ifndef TPE_ATOMIC_H
 #define TPE_ATOMIC_H
 
+#if defined(__powerpc64__)
+#define TPE__CACHE_LINE 128
+#elif defined(__s390x__)
+#define TPE__CACHE_LINE 256
+#else
 #define TPE__CACHE_LINE 64
+#endif
 
 #define tpe__publish(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
 #define tpe__observe(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
