@@ -1684,6 +1684,32 @@ test_sched_shutdown_queued_unchanged(void **state)
 	tu_saturation_destroy(&sat);
 }
 
+/* A pool without threads, shut down while it owes a periodic task
+ * (CONTINUE_PERIODIC): not terminated while owed; the cancel that ends
+ * the debt terminates it before it returns (the scheduler settles it). */
+static void
+test_sched_cancel_after_shutdown_terminates(void **state)
+{
+	struct tally per;
+	tpe_future_t *f;
+	tpe_t *p = make_pool(TPE_QUEUE_UNBOUNDED, 0, 1, 1,
+	    TPE_SCHED_CONTINUE_PERIODIC_AFTER_SHUTDOWN);
+
+	(void)state;
+	memset(&per, 0, sizeof(per));
+	assert_int_equal(tpe_schedule_at_fixed_rate(p, tally_fn, &per,
+	    3600 * TU_S, TU_S, &f), 0);
+	assert_int_equal(tpe_shutdown(p), 0);
+	assert_false(tpe_is_terminated(p));
+	assert_int_equal(tpe_await_termination(p, 0), ETIMEDOUT);
+	assert_int_equal(tpe_future_cancel(f), 0);
+	assert_true(tpe_is_terminated(p));
+	assert_int_equal(per.discarded, 1);
+	assert_int_equal(per.ran, 0);
+	tpe_future_release(f);
+	assert_int_equal(tpe_destroy(p), 0);
+}
+
 /*
  * A periodic run the timer handed to the queue (behind a blocked worker)
  * stops at shutdown: when tpe_shutdown returns its future is cancelled,
@@ -1809,6 +1835,36 @@ test_sched_shutdown_now_hands_back_after_shutdown(void **state)
 	assert_int_equal(tpe_await_termination(p, 30 * TU_S), 0);
 	tpe_future_release(f);
 	assert_int_equal(tpe_destroy(p), 0);
+}
+
+/* tpe_wait_idle counts a scheduled task whose delay has passed as queued
+ * work (held in the timer here), and not one still ahead. */
+static void
+test_sched_wait_idle_counts_due(void **state)
+{
+	struct tally due, later;
+	tpe_future_t *fd, *fl;
+	tpe_t *p = default_pool(0);
+
+	(void)state;
+	memset(&due, 0, sizeof(due));
+	memset(&later, 0, sizeof(later));
+	assert_int_equal(tpe_schedule(p, tally_fn, &later, 3600 * TU_S, &fl),
+	    0);
+	assert_int_equal(tpe_wait_idle(p, 0), 0);
+	hold_timer(false);
+	assert_int_equal(tpe_schedule(p, tally_fn, &due, 0, &fd), 0);
+	assert_true(tu_latch_wait_for(&hold_in, TU_WAIT_BOUND));
+	assert_int_equal(tpe_wait_idle(p, 0), ETIMEDOUT);
+	tu_latch_count_down(&hold_out);
+	assert_int_equal(tpe_wait_idle(p, 30 * TU_S), 0);
+	assert_int_equal(due.ran, 1);
+	assert_int_equal(later.ran, 0);
+	assert_int_equal(tpe_future_cancel(fl), 0);
+	tpe_future_release(fd);
+	tpe_future_release(fl);
+	assert_int_equal(tpe_destroy(p), 0);
+	unhold_timer();
 }
 
 /* ---- issue 33: cases that catch the scheduler's plausible bugs --------- */
@@ -2044,8 +2100,10 @@ main(void)
 		cmocka_unit_test(test_sched_fork_child),
 		cmocka_unit_test(test_sched_after_shutdown_are_tasks),
 		cmocka_unit_test(test_sched_shutdown_queued_unchanged),
+		cmocka_unit_test(test_sched_cancel_after_shutdown_terminates),
 		cmocka_unit_test(test_sched_shutdown_stops_queued_periodic),
 		cmocka_unit_test(test_sched_purge_due_cancelled),
+		cmocka_unit_test(test_sched_wait_idle_counts_due),
 		cmocka_unit_test(test_sched_shutdown_now_hands_back_after_shutdown),
 		cmocka_unit_test(test_sched_fixed_rate_keeps_rate),
 		cmocka_unit_test(test_sched_refused_retry_paced),

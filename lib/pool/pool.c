@@ -146,11 +146,14 @@ enter_scheduled(tpe_t *pool, tpe_fn fn, void *arg)
 	return rc;
 }
 
-/* The scheduler owes nothing any more (sched.h's settle). */
+/* The scheduler owes nothing any more, or a due task left its timer
+ * (sched.h's settle). */
 static void
 settle_scheduled(tpe_t *pool)
 {
 	tpe__mutex_lock(&pool->lock);
+	if (pool->idle_waiters > 0)
+		tpe__cond_broadcast(&pool->idle_cond);
 	unlock_and_terminate(pool);
 }
 
@@ -668,7 +671,10 @@ tpe_wait_idle(tpe_t *pool, int64_t timeout_ns)
 	/* seq_cst: pairs with tpe__pool_idle_waited (pool.h). */
 	__atomic_store_n(&pool->idle_waiters, pool->idle_waiters + 1,
 	    __ATOMIC_SEQ_CST);
-	while (!tpe__pool_is_idle_locked(pool)) {
+	/* A scheduled task whose delay has passed is work: due, it waits
+	 * to enter the queue (sched.h; its settle wakes this wait). */
+	while (!tpe__pool_is_idle_locked(pool) ||
+	    tpe__sched_due(&pool->sched_hook)) {
 		if (timeout_ns == 0 || rc == ETIMEDOUT) {
 			rc = ETIMEDOUT;
 			break;
@@ -676,7 +682,8 @@ tpe_wait_idle(tpe_t *pool, int64_t timeout_ns)
 		rc = tpe__cond_wait_until(&pool->idle_cond, &pool->lock,
 		    deadline);
 	}
-	if (tpe__pool_is_idle_locked(pool))
+	if (tpe__pool_is_idle_locked(pool) &&
+	    !tpe__sched_due(&pool->sched_hook))
 		rc = 0;
 	TPE__ASSERT(pool->idle_waiters > 0);
 	__atomic_store_n(&pool->idle_waiters, pool->idle_waiters - 1,

@@ -264,14 +264,16 @@ owes_locked(struct tpe__sched *s)
 	return was && !owes;
 }
 
-/* Unlocks S; tells the pool when the scheduler's debt just ended. */
+/* Unlocks S; tells the pool when the scheduler's debt just ended, or
+ * when `left` (a task that may have been due left the timer: the pool's
+ * idle waiters look again, tpe__sched_due). */
 static void
-unlock_settle(struct tpe__sched *s)
+unlock_settle(struct tpe__sched *s, bool left)
 {
 	bool ended = owes_locked(s);
 
 	tpe__mutex_unlock(&s->lock);
-	if (ended)
+	if (ended || left)
 		s->h->settle(s->h->pool);
 }
 
@@ -453,7 +455,7 @@ run_task(void *arg)
 	/* Owed again after shutdown (CONTINUE_PERIODIC): stored before this
 	 * worker goes back to its pool, which therefore cannot terminate in
 	 * between (the run holds it). */
-	unlock_settle(s);
+	unlock_settle(s, false);
 	if (!again)
 		(void)discard(r);
 }
@@ -488,6 +490,10 @@ hand_back_busy_locked(struct tpe__sched *s, struct sched_task *r)
 	tpe__mutex_lock(&s->lock);
 	s->busy = false;
 	tpe__cond_broadcast(&s->idle_cond);
+	/* It may have been due: the pool's idle waiters look again. */
+	tpe__mutex_unlock(&s->lock);
+	s->h->settle(s->h->pool);
+	tpe__mutex_lock(&s->lock);
 	return true;
 }
 
@@ -564,6 +570,11 @@ timer_main(void *arg)
 		tpe__mutex_lock(&s->lock);
 		s->busy = false;
 		tpe__cond_broadcast(&s->idle_cond);
+		/* The pool's idle waiters look again (tpe__sched_due): it is
+		 * in the pool now, or back in the heap. */
+		tpe__mutex_unlock(&s->lock);
+		s->h->settle(s->h->pool);
+		tpe__mutex_lock(&s->lock);
 		if (rc == 0) {
 			retry_until = 0;
 			continue;
@@ -735,7 +746,7 @@ on_cancel(struct tpe_future *f)
 			wake_locked(s);
 	}
 	/* After shutdown it may have been the last one owed. */
-	unlock_settle(s);
+	unlock_settle(s, removed);
 	if (removed)
 		(void)discard(r);
 }
@@ -938,7 +949,7 @@ tpe__sched_shutdown(struct tpe__sched_hook *h)
 		return; /* forked in the callback */
 	/* What stayed is owed (h->owes set here, before the pool leaves
 	 * RUNNING); the timer goes on entering it when due. */
-	unlock_settle(s);
+	unlock_settle(s, false);
 }
 
 bool
@@ -956,7 +967,7 @@ tpe__sched_shutdown_now(struct tpe__sched_hook *h, tpe_handback_fn cb,
 	wait_not_busy_locked(s);
 	if (!take_and_finish_locked(s, keep_none, cb, ctx, NULL))
 		return false; /* forked in the callback */
-	unlock_settle(s);
+	unlock_settle(s, false);
 	return true;
 }
 
@@ -990,6 +1001,20 @@ tpe__sched_dropped(const struct tpe__task *t)
 	return r->period != 0 && periodic_stopped(rec_sched(r));
 }
 
+bool
+tpe__sched_due(const struct tpe__sched_hook *h)
+{
+	struct tpe__sched *s = hook_sched(h);
+	bool due;
+
+	if (s == NULL)
+		return false;
+	tpe__mutex_lock(&s->lock);
+	due = s->busy || (s->n > 0 && s->heap[0]->due <= sched_now());
+	tpe__mutex_unlock(&s->lock);
+	return due;
+}
+
 size_t
 tpe__sched_pending(const struct tpe__sched_hook *h)
 {
@@ -1016,7 +1041,7 @@ tpe__sched_purge(struct tpe__sched_hook *h)
 	if (!take_and_finish_locked(s, keep_uncancelled, h->discard,
 	    h->discard_ctx, &m))
 		return m; /* forked in the callback */
-	unlock_settle(s);
+	unlock_settle(s, m > 0);
 	return m;
 }
 

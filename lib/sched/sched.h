@@ -38,8 +38,10 @@ struct tpe__sched_hook {
 	 * ENOTSUP (shut down, and its engine takes nothing more: the stacks
 	 * engine's workers close once drained): the caller keeps the task. */
 	int (*enter)(tpe_t *pool, tpe_fn fn, void *arg);
-	/* I: called with no lock held when `owes` went false: the pool may
-	 * terminate now (it checks again under its lock). */
+	/* I: called with no lock held when `owes` went false, or when a
+	 * task that may have been due left the timer (entered the pool,
+	 * went back, was removed): the pool may terminate now, and its idle
+	 * waiters look again (each checks under its lock). */
 	void (*settle)(tpe_t *pool);
 	tpe_handback_fn discard;  /* I: the pool's discard callback */
 	void *discard_ctx;        /* I */
@@ -81,6 +83,10 @@ tpe__sched_owes(const struct tpe__sched_hook *h)
  *   a shutdown that stops it). The pool hands such nodes to its discard
  *   callback (tpe__sched_discard).
  * tpe__sched_pending: the pending scheduled tasks (the `queued` stat).
+ * tpe__sched_due: whether a scheduled task is due and not yet in the pool
+ *   (pending, or held by the timer): tpe_wait_idle waits for it, as for
+ *   queued work. Under pool->lock (S is a leaf); h->settle follows every
+ *   change that can make it false.
  * tpe__sched_purge: removes cancelled pending tasks; how many.
  * tpe__sched_destroy: from tpe_destroy after termination (joins the timer
  *   thread; in a fork child only frees memory: the thread is gone there).
@@ -92,6 +98,7 @@ bool tpe__sched_shutdown_now(struct tpe__sched_hook *h, tpe_handback_fn cb,
 void tpe__sched_translate(struct tpe__sched_hook *h, struct tpe__task *t);
 bool tpe__sched_dropped(const struct tpe__task *t);
 size_t tpe__sched_pending(const struct tpe__sched_hook *h);
+bool tpe__sched_due(const struct tpe__sched_hook *h);
 size_t tpe__sched_purge(struct tpe__sched_hook *h);
 void tpe__sched_destroy(struct tpe__sched_hook *h);
 /* The pool's fork child handler, for each queued node it frees: drops a
