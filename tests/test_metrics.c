@@ -177,6 +177,16 @@ exact_counts(enum tpe_queue_kind kind, size_t cap, size_t workers)
 		assert_int_equal(m->batches, 0);
 	}
 	tpe_future_release(f);
+	free(m);
+	/* A second round: the next read holds both (each read moves the
+	 * timed tasks out of the blocks: none twice, none lost). */
+	for (i = 0; i < N_TASKS; i++)
+		assert_int_equal(tpe_execute(pool, tu_count_fn, &count), 0);
+	assert_int_equal(tpe_wait_idle(pool, -1), 0);
+	m = metrics_of(pool);
+	assert_int_equal(m->tasks_run, 2 * N_TASKS + 1);
+	assert_int_equal(m->tasks_timed, 2 * N_TASKS + 1);
+	assert_consistent(m);
 	assert_int_equal(tpe_destroy(pool), 0);
 	free(m);
 }
@@ -428,6 +438,70 @@ test_metrics_buckets(void **state)
 	v = UINT64_MAX;
 	tpe_histogram_record(h, v);
 	assert_int_equal(h->buckets[TPE_HISTOGRAM_BUCKETS - 1], 1);
+	free(h);
+}
+
+/* The top of the range: 2^38 ns and above count in the last bucket, and
+ * nothing is written past it. */
+static void
+test_metrics_bucket_top(void **state)
+{
+	struct {
+		struct tpe_histogram h;
+		uint64_t guard[4];
+	} *g = calloc(1, sizeof(*g));
+	static const uint64_t top = UINT64_C(1) << 38;
+	const size_t last = TPE_HISTOGRAM_BUCKETS - 1;
+	size_t i;
+
+	(void)state;
+	assert_non_null(g);
+	assert_int_equal(tpe__hist_index(top - 1), last);
+	assert_int_equal(tpe__hist_index(top), last);
+	assert_int_equal(tpe__hist_index(top + 1), last);
+	assert_int_equal(tpe__hist_index(UINT64_MAX), last);
+	assert_int_equal(tpe_histogram_record(&g->h, top - 1), 0);
+	assert_int_equal(tpe_histogram_record(&g->h, top), 0);
+	assert_int_equal(tpe_histogram_record(&g->h, top + 1), 0);
+	assert_int_equal(g->h.buckets[last], 3);
+	assert_int_equal(g->h.count, 3);
+	for (i = 0; i < sizeof(g->guard) / sizeof(g->guard[0]); i++)
+		assert_int_equal(g->guard[i], 0);
+	free(g);
+}
+
+/* The percentile is the value at rank ceil(p * count / 100): p75 of
+ * {1 us, 1 s} is 1 s, p50 is 1 us. */
+static void
+test_metrics_percentile_rank(void **state)
+{
+	static const struct {
+		double p;
+		uint64_t want;
+	} two[] = { { 0, 1000 }, { 50, 1000 }, { 50.001, 1000000000 },
+	    { 75, 1000000000 }, { 100, 1000000000 } },
+	four[] = { { 25, 1000 }, { 25.01, 2000 }, { 50, 2000 },
+	    { 75, 3000 }, { 75.01, 4000 }, { 100, 4000 } };
+	struct tpe_histogram *h = calloc(1, sizeof(*h));
+	uint64_t v;
+	size_t i;
+
+	(void)state;
+	assert_non_null(h);
+	assert_int_equal(tpe_histogram_record(h, 1000), 0);
+	assert_int_equal(tpe_histogram_record(h, 1000000000), 0);
+	for (i = 0; i < sizeof(two) / sizeof(two[0]); i++) {
+		assert_int_equal(tpe_histogram_percentile(h, two[i].p, &v), 0);
+		assert_within_3pct(v, two[i].want);
+	}
+	memset(h, 0, sizeof(*h));
+	for (i = 1; i <= 4; i++)
+		assert_int_equal(tpe_histogram_record(h, i * 1000), 0);
+	for (i = 0; i < sizeof(four) / sizeof(four[0]); i++) {
+		assert_int_equal(tpe_histogram_percentile(h, four[i].p, &v),
+		    0);
+		assert_within_3pct(v, four[i].want);
+	}
 	free(h);
 }
 
@@ -696,12 +770,11 @@ race_submitter(void *arg)
 /*
  * Readers racing with workers that time every task, and with resets:
  * every read must agree with itself (consistent()). Bounded in reads, not
- * in time: RACE_READS reads, a reset after every third. Before the fix a
- * per-worker pool's reads were apart in about one read in five, and a
- * read after a reset could say tasks_timed 0 beside thousands in
- * run_time.count.
+ * in time: RACE_READS reads, a reset after every third, RACE_BETWEEN
+ * tasks ended between two reads. Before the fix about one read in ten of
+ * a per-worker pool and one in 40 of an unbounded one were apart.
  */
-#define RACE_READS 1000
+#define RACE_READS 300
 #define RACE_BETWEEN 16
 static void
 test_metrics_read_races_workers(void **state)
@@ -1261,6 +1334,41 @@ test_metrics_prometheus_file(void **state)
 	free(m);
 }
 
+/* Each le counts the values below its bound, in ns: 2^k - 1 in, 2^k out
+ * (prometheus.c). */
+static void
+test_metrics_prometheus_bounds(void **state)
+{
+	static const char *const want[] = {
+		"\ntpe_queue_wait_seconds_bucket{le=\"1.28e-07\"} 1\n",
+		"\ntpe_queue_wait_seconds_bucket{le=\"5.12e-07\"} 2\n",
+		"\ntpe_queue_wait_seconds_bucket{le=\"34.359738368\"} 2\n",
+		"\ntpe_queue_wait_seconds_bucket{le=\"137.438953472\"} 3\n",
+		"\ntpe_queue_wait_seconds_bucket{le=\"+Inf\"} 4\n",
+		"\ntpe_queue_wait_seconds_count 4\n",
+	};
+	struct tpe_metrics *m = calloc(1, sizeof(*m));
+	size_t needed, i;
+	char *buf;
+
+	(void)state;
+	assert_non_null(m);
+	tpe_histogram_record(&m->queue_wait, 127);
+	tpe_histogram_record(&m->queue_wait, 128);
+	tpe_histogram_record(&m->queue_wait, (UINT64_C(1) << 37) - 1);
+	tpe_histogram_record(&m->queue_wait, UINT64_C(1) << 37);
+	assert_int_equal(tpe_metrics_format_prometheus(NULL, 0, &needed, m,
+	    sizeof(*m), NULL, NULL), ERANGE);
+	buf = malloc(needed);
+	assert_non_null(buf);
+	assert_int_equal(tpe_metrics_format_prometheus(buf, needed, NULL, m,
+	    sizeof(*m), NULL, NULL), 0);
+	for (i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		assert_has(buf, want[i]);
+	free(buf);
+	free(m);
+}
+
 static void
 test_metrics_prometheus_errors(void **state)
 {
@@ -1311,6 +1419,8 @@ main(void)
 		cmocka_unit_test(test_metrics_task_clock),
 		cmocka_unit_test(test_metrics_percentiles),
 		cmocka_unit_test(test_metrics_buckets),
+		cmocka_unit_test(test_metrics_bucket_top),
+		cmocka_unit_test(test_metrics_percentile_rank),
 		cmocka_unit_test(test_metrics_reset),
 		cmocka_unit_test(test_metrics_reset_every_count),
 		cmocka_unit_test(test_metrics_reset_threads_alive),
@@ -1327,6 +1437,7 @@ main(void)
 		cmocka_unit_test(test_metrics_sizes),
 		cmocka_unit_test(test_metrics_prometheus_text),
 		cmocka_unit_test(test_metrics_prometheus_file),
+		cmocka_unit_test(test_metrics_prometheus_bounds),
 		cmocka_unit_test(test_metrics_prometheus_errors),
 	};
 
