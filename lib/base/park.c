@@ -112,11 +112,14 @@ void
 tpe__backoff_init(struct tpe__backoff *b, int64_t budget_ns,
     int64_t deadline_ns, int64_t sleep_max_ns)
 {
-	/* No spinning where it cannot pay: the budget is spent at once. */
-	b->budget_ns = tpe__can_spin() && budget_ns > 0 ? budget_ns : 0;
+	/* No spinning where it cannot pay (one processor, or crowded ones):
+	 * the budget is spent at once. */
+	b->budget_ns = tpe__can_spin() && budget_ns > 0 &&
+	    !tpe__spin_crowded() ? budget_ns : 0;
 	b->deadline_ns = deadline_ns;
 	b->sleep_max_ns = sleep_max_ns > 0 ? sleep_max_ns : 0;
 	b->end_ns = 0;
+	b->look_ns = 0;
 	b->steps = 0;
 	b->sleeps = 0;
 }
@@ -185,7 +188,13 @@ tpe__backoff_step(struct tpe__backoff *b)
 	if (b->end_ns == 0) {
 		/* The budget counts from the first look (park.h). */
 		b->end_ns = budget_end(now, b->budget_ns);
+	} else if (now - b->look_ns > TPE__SPIN_LATE_NS) {
+		/* Off its processor since the last look: crowded (park.h). */
+		tpe__spin_crowd_seen(now);
+		b->end_ns = -1;
+		return backoff_sleep(b, now);
 	}
+	b->look_ns = now;
 	end = b->end_ns;
 	if (b->deadline_ns >= 0 && b->deadline_ns < end)
 		end = b->deadline_ns;
@@ -195,4 +204,36 @@ tpe__backoff_step(struct tpe__backoff *b)
 	}
 	sched_yield(); /* the thread waited for may share this CPU */
 	return TPE__BACKOFF_YIELDED;
+}
+
+/* ---- crowding ----------------------------------------------------------- */
+
+int64_t tpe__spin_crowd_until; /* park.h */
+
+void
+tpe__spin_crowd_seen(int64_t now_ns)
+{
+	int64_t until = budget_end(now_ns, TPE__SPIN_CROWD_HOLD_NS);
+
+	/* 0 means "no mark". Relaxed: a hint (park.h). */
+	__atomic_store_n(&tpe__spin_crowd_until, until != 0 ? until : 1,
+	    __ATOMIC_RELAXED);
+}
+
+bool
+tpe__spin_crowded_at(int64_t now_ns)
+{
+	/* Relaxed, as every access: a hint (park.h). */
+	int64_t until = __atomic_load_n(&tpe__spin_crowd_until,
+	    __ATOMIC_RELAXED);
+
+	if (until == 0)
+		return false;
+	if (now_ns < until)
+		return true;
+	/* Ran out: the next spin looks again. A CAS, so that a mark set
+	 * meanwhile by another spinner stays. */
+	__atomic_compare_exchange_n(&tpe__spin_crowd_until, &until, 0, false,
+	    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+	return false;
 }

@@ -48,8 +48,9 @@
  * per step (a bounded nanosleep). The caller's absolute deadline ends
  * every phase. The clock is first read at the first yield, so that a spin
  * that ends within TPE__BACKOFF_YIELD_EVERY steps (most do) costs no
- * clock read; the budget counts from there. A budget of 0, or a machine
- * with one processor (tpe__can_spin), spins not at all.
+ * clock read; the budget counts from there. A budget of 0, a machine
+ * with one processor (tpe__can_spin), or a crowded one (below), spins not
+ * at all.
  *
  * Earning its CPU. struct tpe__spin_pay decides whether a waiter that
  * could spin before it gives up (sleeps, or takes another way) should:
@@ -60,6 +61,27 @@
  * (engine/locked.c) and the adaptive strategy's wait after a miss
  * (strategy/strategy.c) follow it. It is the waiter's own state, under
  * whatever lock guards the waiter.
+ *
+ * Crowding. A spin pays only while the thread it waits for has a
+ * processor of its own. When runnable threads outnumber the processors
+ * (other programs' busy threads beside the pool), a spinner is a runnable
+ * thread among too many: its yield hands its processor to a thread that
+ * may keep it for a whole time slice (0.75 ms and more), and meanwhile the
+ * spinner still counts as an awake waiter, so a submitter wakes no
+ * sleeper for the task it spins for (engine/locked.c's wake-up rule): the
+ * task waits for the spinner's next slice. A sleeper, woken by a futex,
+ * is preferred by the scheduler. So a look of the backoff that comes more
+ * than TPE__SPIN_LATE_NS after the one before (64 relax steps and a yield
+ * that finds nobody else runnable take under 5 us) says that this thread
+ * lost its processor: the backoff ends its spin (TPE__BACKOFF_SPENT, or
+ * the sleep phase) and marks the process crowded for
+ * TPE__SPIN_CROWD_HOLD_NS. While it is marked, no wait spins:
+ * tpe__spin_pays says no and tpe__backoff_init gives no budget (the sleep
+ * phase remains). The mark is process-wide (the processors are), and it
+ * expires by itself: the first spin after it looks again. Measured on a
+ * 2-core VM beside two busy loops (C-Thread-Pool's batch-and-wait: 8 jobs
+ * of 20 us, wait, 1000 times, pool of 2), bench/README.md's oversub
+ * section has the figures.
  *
  * Legend: base/sync.h (p->lock: the fallback's mutex, outside the lock
  * order: only park.c takes it, and takes nothing under it).
@@ -133,6 +155,7 @@ struct tpe__backoff {
 	int64_t deadline_ns;   /* I: absolute monotonic end, negative: none */
 	int64_t sleep_max_ns;  /* I: 0: no sleep phase; else the longest sleep */
 	int64_t end_ns;        /* the budget's end; 0 until the first look */
+	int64_t look_ns;       /* when the last look was (crowding) */
 	uint64_t steps;        /* steps taken */
 	uint64_t sleeps;       /* sleeps taken */
 };
@@ -155,17 +178,50 @@ void tpe__sleep_ns(int64_t ns);
 
 /* ---- earning its CPU ------------------------------------------------------ */
 
+/* A look that comes this long after the one before: the spinner lost its
+ * processor (crowding, above). */
+#define TPE__SPIN_LATE_NS INT64_C(50000)
+/* How long a crowding that was seen stops every spin. */
+#define TPE__SPIN_CROWD_HOLD_NS INT64_C(100000000)
+
+/* A: relaxed, the end of the crowded mark (monotonic ns), 0: none. Written
+ * by tpe__spin_crowd_seen and by the expiry in tpe__spin_crowded_at, read
+ * by every spin decision; no other data hangs on it (a hint). */
+extern int64_t tpe__spin_crowd_until;
+
+/* A spin found at now_ns that it had lost its processor: no spin for
+ * TPE__SPIN_CROWD_HOLD_NS from now_ns. Any thread. */
+void tpe__spin_crowd_seen(int64_t now_ns);
+
+/* Whether the crowded mark holds at now_ns; clears it once it ran out.
+ * Any thread. */
+bool tpe__spin_crowded_at(int64_t now_ns);
+
+/* Whether spinning is off because the processors are crowded: no clock
+ * read unless a mark is set. Any thread. */
+static inline bool
+tpe__spin_crowded(void)
+{
+	/* Relaxed: a hint (tpe__spin_crowd_until). */
+	if (__atomic_load_n(&tpe__spin_crowd_until, __ATOMIC_RELAXED) == 0)
+		return false;
+	return tpe__spin_crowded_at(tpe__now_ns());
+}
+
 /* Legend: the waiter's own (its caller's lock). */
 struct tpe__spin_pay {
 	unsigned misses;       /* spins in a row that found nothing */
 	unsigned skips;        /* waits that did not spin since */
 };
 
-/* Whether this wait should spin: yes while spins pay, else every
- * `probe`-th wait once `max_misses` spins in a row found nothing. */
+/* Whether this wait should spin: never while the processors are crowded
+ * (tpe__spin_crowded); else yes while spins pay, else every `probe`-th
+ * wait once `max_misses` spins in a row found nothing. */
 static inline bool
 tpe__spin_pays(struct tpe__spin_pay *p, unsigned max_misses, unsigned probe)
 {
+	if (tpe__spin_crowded())
+		return false;
 	if (p->misses < max_misses)
 		return true;
 	return ++p->skips % probe == 0;
