@@ -1883,17 +1883,26 @@ wait_case_finish(struct wait_case *c, bool joined)
  * the wait, p2 went PEC (the cascade of the design notes). p2 returns
  * only once T has found nothing and ended production: production is IDLE
  * then, but T took it over from R meanwhile, so R leaves (no call 4).
+ * T's call 3 begins once p2 runs: R leaves the state to T (a relayed
+ * producer that went IDLE would make T end production twice).
  */
 static void
 test_strategy_miss_waits_for_relay(void **state)
 {
 	struct wait_case c;
 	struct tu_latch p2_release;
+	struct call_hold call3;
 
 	(void)state;
 	wait_case_start(&c, 2);
 	tu_latch_init(&p2_release, 1);
 	wait_case_push_p2(&c, &p2_release);
+	/* T's call 3, after its relay, waits until R runs p2: R has then
+	 * acted on the relay, and production must still be T's. */
+	call_hold_init(&call3, 3);
+	c.f.on_call = hold_call;
+	c.f.hook = &call3;
+	c.p2.started = &call3.gate;
 	/* The first wait opens p1: T's task returns while R waits. */
 	wait_hook_set(TU_WAIT_BOUND, &c.p1_release);
 	wait_case_produce(&c);
@@ -1911,6 +1920,7 @@ test_strategy_miss_waits_for_relay(void **state)
 	wait_case_finish(&c, true);
 	assert_int_equal(feed_calls(&c.f), 3);
 	tu_latch_destroy(&p2_release);
+	call_hold_destroy(&call3);
 }
 
 /*
