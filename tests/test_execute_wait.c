@@ -454,6 +454,63 @@ test_execute_wait_resize(void **state)
 	sem_destroy(&ran);
 }
 
+/*
+ * A worker that begins a blocking section (tpe_blocking_begin(3)) is no
+ * longer running capacity: a submission would get a worker of its own
+ * (step 1 counts the running workers only), so the waiter that waits for
+ * room must be woken to try again. Hand-off, core 1, max 1: the one
+ * worker busy, a waiter in the line, then the worker blocks.
+ */
+struct section {
+	struct tu_latch started, go, inside, release;
+};
+
+static void
+section_fn(void *arg)
+{
+	struct section *s = arg;
+
+	tu_latch_count_down(&s->started);
+	tu_latch_wait(&s->go);
+	assert_int_equal(tpe_blocking_begin(), 0);
+	tu_latch_count_down(&s->inside);
+	tu_latch_wait(&s->release);
+	assert_int_equal(tpe_blocking_end(), 0);
+}
+
+static void
+test_execute_wait_worker_blocks(void **state)
+{
+	struct waiter w = { .fn = tu_count_fn, .timeout = -1 };
+	struct section s;
+	tpe_t *p;
+	int n = 0;
+
+	(void)state;
+	tu_latch_init(&s.started, 1);
+	tu_latch_init(&s.go, 1);
+	tu_latch_init(&s.inside, 1);
+	tu_latch_init(&s.release, 1);
+	p = tu_pool(1, 1, TPE_QUEUE_HANDOFF, 0, TPE_REJECT_ABORT);
+	assert_int_equal(tpe_execute(p, section_fn, &s), 0);
+	assert_true(tu_latch_wait_for(&s.started, TU_WAIT_BOUND));
+	w.pool = p;
+	w.arg = &n;
+	waiter_start(&w);
+	tu_latch_count_down(&s.go);
+	assert_true(tu_latch_wait_for(&s.inside, TU_WAIT_BOUND));
+	/* Placed while the worker is still inside its section. */
+	assert_int_equal(waiter_join(&w), 0);
+	assert_int_equal(stats(p).compensations, 1);
+	tu_latch_count_down(&s.release);
+	assert_int_equal(tpe_destroy(p), 0);
+	assert_int_equal(n, 1);
+	tu_latch_destroy(&s.started);
+	tu_latch_destroy(&s.go);
+	tu_latch_destroy(&s.inside);
+	tu_latch_destroy(&s.release);
+}
+
 /* A paused pool makes the call wait; tpe_resume ends the wait. */
 static void
 test_execute_wait_paused(void **state)
@@ -1086,6 +1143,7 @@ main(void)
 		cmocka_unit_test(test_execute_wait_purge_two),
 		cmocka_unit_test(test_execute_wait_resize),
 		cmocka_unit_test(test_execute_wait_paused),
+		cmocka_unit_test(test_execute_wait_worker_blocks),
 		cmocka_unit_test(test_execute_wait_fifo),
 		cmocka_unit_test(test_execute_wait_later_caller_keeps_out),
 		cmocka_unit_test(test_execute_wait_einval),

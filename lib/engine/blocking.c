@@ -45,6 +45,10 @@
  * task, or the submitter sees the worker blocked: a task never waits
  * behind blocked workers unseen.
  *
+ * Blocking submit: a begin is room for the head of the line of blocked
+ * submitters (locked_wait.c): the steps it retries count the running
+ * workers only, so it may now start one where it could not before.
+ *
  * Failure: a start that fails (the limit, pthread_create, malloc) leaves
  * the worker counted as blocked and the pool as it was; begin reports the
  * error, and the next offer or begin tries again.
@@ -109,6 +113,10 @@ tpe__locked_blocking(struct tpe__engine *e, bool begin)
 		 * the design notes. */
 		__atomic_store_n(&b->blocked, b->blocked + 1, __ATOMIC_SEQ_CST);
 		rc = tpe__locked_compensate_locked(le);
+		/* One running worker fewer: the steps that start a worker
+		 * count running ones only, so a blocked submitter may now
+		 * have room (locked_wait.c). */
+		tpe__pool_room_locked(pool);
 	} else {
 		TPE__ASSERT(b->blocked > 0);
 		/* The lock-free offer reads it after its push: a stale
