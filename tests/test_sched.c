@@ -699,9 +699,9 @@ test_sched_shutdown_now_hands_back(void **state)
 	assert_int_equal(tpe_destroy(p), 0);
 }
 
-/* tpe_shutdown leaves a delayed one-shot to the gate task, queued behind
- * the blockers; tpe_shutdown_now then hands the one-shot back once and
- * drops the gate without showing it to the callback. */
+/* tpe_shutdown leaves a delayed one-shot owed to the pool, whose workers
+ * are blocked; tpe_shutdown_now then hands the one-shot back once and
+ * nothing else of the scheduler's (no helper task) to the callback. */
 static int foreign_handed;
 
 static void
