@@ -12,8 +12,8 @@
  *   threads, and decides by itself when every task has run: each task
  *   bumps a counter, so the completion mechanism is the same for every peer
  *   and is not timed as part of any peer's API. wait_all (the peer's own
- *   "wait until idle", when it has one) is only called after the
- *   measurement, as a sanity check.
+ *   "wait until idle", when it has one) is called after the measurement,
+ *   as a sanity check, and in oversub's batches, whose subject it is.
  *
  *   All operations return 0 or a positive errno value. submit may be called
  *   from several threads at once; create, wait_all and destroy from one.
@@ -50,7 +50,8 @@ struct peer {
 	 * (libuv reaps its completions on the submitter's loop). */
 	void (*submitter_done)(void *pool);
 
-	/* Optional: the peer's own wait-until-every-task-ran. */
+	/* Optional: the peer's own wait-until-every-task-ran (measured only
+	 * in oversub's batches, the pattern of C-Thread-Pool's programs). */
 	int (*wait_all)(void *pool);
 
 	/* Stop the workers and free the pool; every task has run. */

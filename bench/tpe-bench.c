@@ -22,7 +22,8 @@
  *   adds one to a counter of its own worker thread (a thread-local slot on
  *   its own cache line, so that counting costs no shared cache line), and
  *   the measuring thread sums the slots, sleeping 1 ms between looks. A
- *   peer's own wait-for-idle is never part of a measured interval.
+ *   peer's own wait-for-idle is never part of a measured interval, except
+ *   in oversub's batches, whose subject it is.
  *
  *   Figures. Each figure is the median of the runs, printed with the
  *   smallest and the largest, and as a ratio to the hand-rolled pool's
@@ -109,12 +110,18 @@ static struct params P;
 /* ---- small helpers -------------------------------------------------- */
 
 static int64_t
-now_ns(void)
+clock_ns(clockid_t clock)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(clock, &ts);
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int64_t
+now_ns(void)
+{
+	return clock_ns(CLOCK_MONOTONIC);
 }
 
 static void
@@ -1093,6 +1100,166 @@ describe_blocking(const struct scenario *sc, char *buf, size_t len)
 	    TPE_BENCH_BLK_SPARES, blk_cpus() + TPE_BENCH_BLK_SPARES);
 }
 
+/*
+ * -- oversub: batch-and-wait and a stream, with a busy thread per core --
+ *
+ * C-Thread-Pool's users run batches: add a few jobs, wait until they ran,
+ * again. On a busy machine (more runnable threads than processors) a pool
+ * that spins before it sleeps takes the processor from the threads that
+ * do the work. The scenario starts one busy thread per processor (a loop
+ * at normal priority, in the child, stopped before the teardown), then
+ * measures OVS_BATCHES batches of OVS_JOBS jobs of OVS_JOB_NS of thread CPU
+ * time each (CLOCK_THREAD_CPUTIME_ID: the same work however often the job
+ * loses its processor), each followed by a wait: the peer's own
+ * wait-for-idle where it has one (thpool_wait, tpe_wait_idle: the pattern
+ * as its programs write it), else the last job of the batch wakes the
+ * submitter through a futex (GLib and the hand-rolled pool have no wait of
+ * their own; a program would write that). Then a stream of P.tiny_tasks /
+ * 20 no-op tasks from one submitter, counted as in the tiny scenarios.
+ */
+#define OVS_JOBS 8
+#define OVS_JOB_NS 20000
+
+static _Atomic int ovs_stop;   /* the busy threads' end */
+static _Atomic int ovs_left;   /* jobs of this batch still to run; the
+                                * futex word of the countdown wait */
+
+static void *
+ovs_busy_main(void *arg)
+{
+	volatile unsigned long n = 0;
+
+	(void)arg;
+	while (!atomic_load_explicit(&ovs_stop, memory_order_relaxed))
+		n++;
+	return NULL;
+}
+
+static void
+ovs_job(void *arg)
+{
+	int64_t end = clock_ns(CLOCK_THREAD_CPUTIME_ID) + OVS_JOB_NS;
+
+	while (clock_ns(CLOCK_THREAD_CPUTIME_ID) < end)
+		;
+	count_task(arg);
+	/* acq_rel: the last job's decrement is seen after every job's work
+	 * (the waiter's acquire load in ovs_batch). */
+	if (atomic_fetch_sub_explicit(&ovs_left, 1, memory_order_acq_rel) == 1)
+		futex_wake_all(&ovs_left);
+}
+
+/* One batch: OVS_JOBS jobs, then the wait (above). */
+static int
+ovs_batch(const struct peer *p, void *pool, char *err, size_t errlen)
+{
+	int left, i, rc;
+
+	atomic_store_explicit(&ovs_left, OVS_JOBS, memory_order_relaxed);
+	for (i = 0; i < OVS_JOBS; i++) {
+		rc = p->submit(pool, ovs_job, task_ctx);
+		if (rc != 0) {
+			errf(err, errlen, "submit", rc);
+			return rc;
+		}
+	}
+	if (p->wait_all != NULL) {
+		rc = p->wait_all(pool);
+		if (rc != 0) {
+			errf(err, errlen, "wait_all", rc);
+			return rc;
+		}
+	}
+	/* Acquire pairs with the jobs' acq_rel decrements; after wait_all
+	 * this only checks. */
+	while ((left = atomic_load_explicit(&ovs_left,
+	    memory_order_acquire)) > 0)
+		futex_wait_int(&ovs_left, left);
+	return 0;
+}
+
+static int
+ovs_batches(void)
+{
+	return P.quick ? 50 : 1000;
+}
+
+static int
+sc_oversub(const struct scenario *sc, const struct peer *p, void **poolp,
+    struct run_out *o, char *err, size_t errlen)
+{
+	pthread_t busy[64];
+	int nbusy = blk_cpus(), i, rc, started = 0;
+	long n = P.tiny_tasks / 20, k;
+	unsigned long base;
+	int64_t t0, t1;
+
+	(void)sc;
+	if (nbusy > 64)
+		nbusy = 64;
+	rc = p->create(poolp, P.workers);
+	if (rc != 0) {
+		errf(err, errlen, "create", rc);
+		return rc;
+	}
+	rc = warm_up(p, *poolp, 10000, err, errlen);
+	if (rc != 0)
+		return rc;
+	atomic_store(&ovs_stop, 0);
+	for (i = 0; i < nbusy; i++) {
+		rc = pthread_create(&busy[i], NULL, ovs_busy_main, NULL);
+		if (rc != 0) {
+			errf(err, errlen, "pthread_create (busy thread)", rc);
+			break;
+		}
+		started++;
+	}
+	for (k = 0; rc == 0 && k < 10; k++) /* warm-up, unmeasured */
+		rc = ovs_batch(p, *poolp, err, errlen);
+	t0 = now_ns();
+	for (k = 0; rc == 0 && k < ovs_batches(); k++)
+		rc = ovs_batch(p, *poolp, err, errlen);
+	t1 = now_ns();
+	if (rc == 0)
+		o->v[0] = (double)(t1 - t0) / 1e3 / (double)ovs_batches();
+	base = sum_counts();
+	t0 = now_ns();
+	for (k = 0; rc == 0 && k < n; k++) {
+		rc = p->submit(*poolp, count_task, task_ctx);
+		if (rc != 0)
+			errf(err, errlen, "submit", rc);
+	}
+	if (rc == 0 && p->submitter_done != NULL)
+		p->submitter_done(*poolp);
+	if (rc == 0) {
+		rc = wait_counts(base + (unsigned long)n,
+		    (int64_t)(P.timeout_s / 2) * 1000000000);
+		if (rc != 0)
+			snprintf(err, errlen, "only %lu of %ld tasks ran",
+			    sum_counts() - base, n);
+	}
+	t1 = now_ns();
+	atomic_store(&ovs_stop, 1);
+	for (i = 0; i < started; i++)
+		pthread_join(busy[i], NULL);
+	if (rc != 0)
+		return rc;
+	o->v[1] = (double)(t1 - t0) / (double)n;
+	return 0;
+}
+
+static void
+describe_oversub(const struct scenario *sc, char *buf, size_t len)
+{
+	(void)sc;
+	snprintf(buf, len, "beside %d busy threads (one per processor, normal "
+	    "priority): %d batches of %d jobs of %d us CPU time, each "
+	    "followed by the peer's wait-for-idle (else a futex countdown), "
+	    "pool of %d; then %ld no-op tasks from one submitter",
+	    blk_cpus(), ovs_batches(), OVS_JOBS, OVS_JOB_NS / 1000,
+	    P.workers, P.tiny_tasks / 20);
+}
+
 static const struct scenario scenarios[] = {
 	{ "tiny-1", "tiny", sc_tiny, 1, 2,
 	    { { "ns/task", "ns", false }, { "Mtasks/s", "Mtasks/s", true } },
@@ -1124,6 +1291,9 @@ static const struct scenario scenarios[] = {
 	      { "makespan ms", "ms", false } },
 	    0, NULL, describe_blocking, false, false, "tpe-blk-sized", "sized",
 	    true },
+	{ "oversub", "oversub", sc_oversub, 0, 2,
+	    { { "us/batch", "us", false }, { "stream ns/task", "ns", false } },
+	    0, NULL, describe_oversub, false, false, NULL, NULL, false },
 };
 #define NSCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))
 
@@ -1916,6 +2086,32 @@ metrics_targets(void)
 	    ratio_of("tiny-1", "libtpe-pw-m", "libtpe-pw", 1), true, 0.9, "x");
 }
 
+/*
+ * Issue 34's busy machine: beside a busy thread per processor, the default
+ * pool at least as fast as C-Thread-Pool, the hand-rolled pool and GLib,
+ * in the batches (us/batch, lower is better) and in the stream (ns/task).
+ */
+static void
+oversub_targets(void)
+{
+	static const char *const others[] = { "thpool", "hand-rolled",
+	    "glib" };
+	char what[64];
+	size_t i;
+
+	if (result("oversub", "libtpe") == NULL)
+		return;
+	out("\ntargets (issue 34, oversubscribed, this machine):\n");
+	for (i = 0; i < sizeof(others) / sizeof(others[0]); i++) {
+		snprintf(what, sizeof(what), "oversub us/batch <= %s",
+		    others[i]);
+		target(what, ratio("oversub", others[i], 0), false, 1, "x");
+		snprintf(what, sizeof(what), "oversub stream ns/task <= %s",
+		    others[i]);
+		target(what, ratio("oversub", others[i], 1), false, 1, "x");
+	}
+}
+
 static void
 print_targets(void)
 {
@@ -1923,6 +2119,7 @@ print_targets(void)
 	per_worker_targets();
 	speed_targets();
 	metrics_targets();
+	oversub_targets();
 }
 
 /* ---- main ----------------------------------------------------------- */
@@ -1971,7 +2168,7 @@ usage(FILE *f)
 	    "  --list              list scenarios and peers, then exit\n"
 	    "  --scenario NAME     run only NAME (a scenario or a group: tiny,\n"
 	    "                      latency, memory, idle, burst, handoff,\n"
-	    "                      blocking);\n"
+	    "                      blocking, oversub);\n"
 	    "                      may repeat, or a,b,c\n"
 	    "  --peer NAME         run only NAME (may repeat, or a,b,c)\n"
 	    "  --runs N            runs per figure (default 5; --quick: 3)\n"
