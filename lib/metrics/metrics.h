@@ -60,8 +60,9 @@
  *      phase and records into the new set. Release/acquire would not do:
  *      on x86 the store buffer, on ARM and POWER the weak order, let
  *      both loads miss both stores; the exchange (x86 xchg, ARMv8 swpal
- *      or an ldaxr/stlxr loop, POWER sync-larx/stcx) and the seq_cst
- *      load and store give the order on each.
+ *      or an ldaxr/stlxr loop, POWER hwsync then an lwarx/stwcx. loop)
+ *      and the seq_cst load and store (ARMv8 ldar and stlr, POWER with
+ *      hwsync) give the order on each.
  *  (2) The writer's release store of `seq` (even) at the end of a record;
  *      the reader's acquire loads of `seq` (the seq_cst load, the wait):
  *      the record's words in the old set are visible before the reader
@@ -100,6 +101,9 @@
  * so 1 in 32, some 1.5 ns a task, within the budget of issue 22 (tiny-1
  * with metrics >= 0.9x off). (Measured alone, with clock_gettime: 81 ns a
  * task timing every task, 10 ns sampling 1 in 8, 0.3 ns with metrics off.)
+ * The phaser adds to a timed record one exchange and a seq_cst load of a
+ * line the worker owns (some 20 cycles on x86); a task not timed costs
+ * what it did, one relaxed add.
  */
 #ifndef TPE_METRICS_H
 #define TPE_METRICS_H
