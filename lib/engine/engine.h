@@ -15,15 +15,17 @@
  *   - the locked engine (locked.c): Java's execute over a queue kind
  *     (lib/queue) under the pool lock, with the unbounded queue's
  *     lock-free step 2, a policy (lib/policy) and reserved threads;
- *   - the stacks engine (stacks.c): a lock-free stack per worker for many
- *     tiny tasks; a fixed pool that never refuses.
+ *   - the stacks engine (stacks.c, stacks_idle.c, stacks_blocking.c;
+ *     its state in stacks.h): a lock-free stack per worker for many tiny
+ *     tasks; a fixed pool that never refuses.
  * Which engine and which queue kind a pool gets is one row of kinds.c.
  *
  * What a pool may ask of its engine is its capabilities word (caps, TPE__
  * CAP_*), read from the row of kinds.c: attr.c validates attributes with it
  * and the pool refuses what an engine cannot do, in one place each.
  *
- * Locks: "L" is pool->lock (the lock order is in base/sync.h).
+ * Locks: "L" is pool->lock (the legend: doc/architecture.md; the lock
+ * order: base/sync.h).
  */
 #ifndef TPE_ENGINE_H
 #define TPE_ENGINE_H
@@ -93,6 +95,14 @@ struct tpe__engine_counts {
 			     * above, before pool->submitted */
 };
 
+/* How a worker's loop ended (worker_loop). FORKED_CHILD is 0, false: the
+ * process forked in user code and this thread is the child's copy of
+ * the worker, which must touch nothing of the pool. */
+enum tpe__worker_end {
+	TPE__WORKER_FORKED_CHILD = 0,
+	TPE__WORKER_EXIT = 1
+};
+
 struct tpe__engine_ops {
 	const char *name;
 	/*
@@ -130,12 +140,12 @@ struct tpe__engine_ops {
 	/*
 	 * worker_loop: a worker's life between its start and its exit, L
 	 * held on entry and on return (dropped while tasks run); `first` is
-	 * the task it was started with, or NULL. Returns true once the
-	 * worker has given up its place in wc and must exit, false when the
-	 * process forked in user code and this is the child (L not held;
-	 * touch nothing of the pool).
+	 * the task it was started with, or NULL. Returns TPE__WORKER_EXIT
+	 * once the worker has given up its place in wc and must exit, or
+	 * TPE__WORKER_FORKED_CHILD (L not held; touch nothing of the pool).
 	 */
-	bool (*worker_loop)(struct tpe__engine *e, struct tpe__task *first);
+	enum tpe__worker_end (*worker_loop)(struct tpe__engine *e,
+	    struct tpe__task *first);
 	/*
 	 * wake_all_locked: L held. The pool's state, its paused flag or its
 	 * configuration changed: every idle worker looks again.
@@ -145,7 +155,7 @@ struct tpe__engine_ops {
 	 * idle_locked: L held. No task is queued, held by a worker or
 	 * running (tpe_wait_idle's condition, with the reserve's hand-offs,
 	 * which the pool adds). An engine whose workers run without L gives
-	 * its reason why this answer cannot miss a task (stacks.c).
+	 * its reason why this answer cannot miss a task (stacks_idle.c).
 	 */
 	bool (*idle_locked)(struct tpe__engine *e);
 	/* counts_locked: L held. The statistics of the engine's workers. */

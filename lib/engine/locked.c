@@ -28,7 +28,7 @@
  * lock to settle the task (settle_lockfree): take it back and refuse it
  * (ECANCELED), start a worker, or wake one.
  *
- * Waiting is this engine's, not the queue's: take_locked waits on
+ * Waiting is this engine's, not the queue's: poll_or_wait_locked waits on
  * work_cond and counts the waiting worker in `takers` while it waits, and
  * in `sleepers` while it sleeps. The queue's offer is told `takers` (the
  * hand-off accepts only while takers > size). Two decisions a lock-free
@@ -67,8 +67,8 @@
  * workers that time out together re-check against the fresh wc and the
  * pool never shrinks below core (TimeOutShrink).
  *
- * Legend and lock order: base/sync.h (A fields here are written under L
- * and read without it).
+ * Legend: doc/architecture.md (L, A fields here are written under L and
+ * read without it); lock order: base/sync.h.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -103,7 +103,7 @@ locked_of(struct tpe__engine *e)
 }
 
 static int
-load_state(const tpe_t *pool)
+state_acquire(const tpe_t *pool)
 {
 	/* Acquire: pairs with the pool's release of its state (pool.c). */
 	return __atomic_load_n(&pool->state, __ATOMIC_ACQUIRE);
@@ -215,7 +215,8 @@ spin_for_offer(struct tpe__locked *le, struct tpe__mutex *lock,
  * work_cond.
  */
 static struct tpe__task *
-take_locked(struct tpe__locked *le, int64_t deadline_ns, bool spin, int *rc)
+poll_or_wait_locked(struct tpe__locked *le, int64_t deadline_ns, bool spin,
+    int *rc)
 {
 	struct tpe__mutex *lock = &le->pool->lock;
 	struct tpe__task *t;
@@ -430,6 +431,49 @@ step_start_locked(tpe_t *pool, struct tpe__task *t, size_t limit, int *rc)
 	return false;
 }
 
+/* Which of execute's steps execute_steps_locked makes (Design notes). */
+enum {
+	STEP_CORE = 1 << 0,  /* 1. below core, a new worker for t */
+	STEP_QUEUE = 1 << 1, /* 2. the queue, through the policy's gate */
+	STEP_MAX = 1 << 2,   /* 3. below max, a new worker for t */
+	STEP_FORCE = 1 << 3  /* the queue without the gate (re-enqueue) */
+};
+
+/*
+ * Java's execute, the steps in `steps` in their order, for t under the
+ * lock: true when one of them decided (*rc: 0 the pool took t, *signal
+ * set for the unlock; ECANCELED the pool was shut down while a start
+ * dropped the lock; or ensure_taker_locked's error); false when none
+ * could take t (*rc: the last offer's refusal, EAGAIN without one): the
+ * rejection's turn. STEP_FORCE, after step 3: scale-first's re-enqueue
+ * (room in the queue, whatever its gate); for queue-first the same offer
+ * again, after step 3 may have dropped the lock. The caller has checked
+ * the state. L held (dropped while a thread starts).
+ */
+static bool
+execute_steps_locked(struct tpe__locked *le, struct tpe__task *t,
+    unsigned steps, bool *signal, int *rc)
+{
+	tpe_t *pool = le->pool;
+
+	TPE__ASSERT_HELD(&pool->lock);
+	*rc = EAGAIN;
+	if ((steps & STEP_CORE) &&
+	    step_start_locked(pool, t, pool->core, rc))
+		return true;
+	if ((steps & STEP_QUEUE) && (*rc = offer_locked(le, t)) == 0) {
+		*rc = accepted_locked(le, t, signal);
+		return true;
+	}
+	if ((steps & STEP_MAX) && step_start_locked(pool, t, pool->max, rc))
+		return true;
+	if ((steps & STEP_FORCE) && (*rc = force_locked(le, t)) == 0) {
+		*rc = accepted_locked(le, t, signal);
+		return true;
+	}
+	return false;
+}
+
 /*
  * The lock-free offer found the pool shut down, without workers, or with
  * a worker asleep: settle t under the lock. 0: the pool took t;
@@ -483,7 +527,7 @@ dispatch_lockfree(struct tpe__locked *le, tpe_fn fn, void *arg,
 	wc = __atomic_load_n(&pool->wc, __ATOMIC_RELAXED);
 	if (wc == 0 || wc < __atomic_load_n(&pool->core, __ATOMIC_RELAXED) ||
 	    __atomic_load_n(&pool->blocking.blocked, __ATOMIC_RELAXED) > 0 ||
-	    load_state(pool) != TPE__RUNNING)
+	    state_acquire(pool) != TPE__RUNNING)
 		return false;
 	t = tpe__task_new(&pool->tasks, fn, arg, f, owner);
 	if (t == NULL) {
@@ -496,7 +540,7 @@ dispatch_lockfree(struct tpe__locked *le, tpe_fn fn, void *arg,
 	/* Java's re-check after the offer. These seq_cst loads follow the
 	 * push's seq_cst CAS: they pair with the stores of state (pool.c,
 	 * under the lock, then the workers' look at the queue), of wc
-	 * (may_leave_locked), of sleepers (take_locked), of blocked
+	 * (may_leave_locked), of sleepers (poll_or_wait_locked), of blocked
 	 * (engine/blocking.c: a worker that begins a section looks at the
 	 * queue after its store) and of a reserved
 	 * slot (reserve.c, park): with threads parked in the reserve, some
@@ -533,12 +577,9 @@ requeue(struct tpe__locked *le, struct tpe__task *t)
 	tpe__mutex_lock(&pool->lock);
 	if (pool->state != TPE__RUNNING)
 		rc = ECANCELED;
-	else if (offer_locked(le, t) == 0)
-		rc = accepted_locked(le, t, &signal);
-	else if (step_start_locked(pool, t, pool->max, &rc))
-		; /* started (0), or shut down meanwhile (ECANCELED) */
-	else if ((rc = force_locked(le, t)) == 0)
-		rc = accepted_locked(le, t, &signal);
+	else
+		(void)execute_steps_locked(le, t,
+		    STEP_QUEUE | STEP_MAX | STEP_FORCE, &signal, &rc);
 	unlock_signal(le, signal);
 	return rc;
 }
@@ -576,7 +617,9 @@ count_rejection(tpe_t *pool, enum tpe__verdict v)
 	switch (v) {
 	case TPE__VERDICT_RUN_HERE: c = TPE__M_REJECT_CALLER_RUNS; break;
 	case TPE__VERDICT_DISCARD: c = TPE__M_REJECT_DISCARD; break;
-	case TPE__VERDICT_REPLACE_OLDEST: c = TPE__M_REJECT_DISCARD_OLDEST; break;
+	case TPE__VERDICT_REPLACE_OLDEST:
+		c = TPE__M_REJECT_DISCARD_OLDEST;
+		break;
 	case TPE__VERDICT_HANDLER: c = TPE__M_REJECT_HANDLER; break;
 	default: c = TPE__M_REJECT_ABORT; break;
 	}
@@ -655,7 +698,7 @@ locked_submit(struct tpe__engine *e, tpe_fn fn, void *arg,
 	if (dispatch_lockfree(le, fn, arg, f, &token, &rc))
 		return rc;
 	/* The scheduler's tasks after shutdown too (sched.h). */
-	if (!tpe__sched_admits(load_state(pool), fn))
+	if (!tpe__sched_admits(state_acquire(pool), fn))
 		return ECANCELED;
 	t = tpe__task_new(&pool->tasks, fn, arg, f, &token);
 	if (t == NULL)
@@ -666,21 +709,14 @@ locked_submit(struct tpe__engine *e, tpe_fn fn, void *arg,
 		tpe__task_free(&pool->tasks, t);
 		return ECANCELED;
 	}
-	if (step_start_locked(pool, t, pool->core, &rc))
-		goto decided;
-	if (offer_locked(le, t) == 0) {
-		rc = accepted_locked(le, t, &signal);
-		goto decided;
+	if (!execute_steps_locked(le, t, STEP_CORE | STEP_QUEUE | STEP_MAX,
+	    &signal, &rc)) {
+		tpe__mutex_unlock(&pool->lock);
+		rc = reject(le, t); /* step 4 */
+		if (rc != 0)
+			tpe__task_free(&pool->tasks, t);
+		return rc;
 	}
-	if (step_start_locked(pool, t, pool->max, &rc))
-		goto decided;
-	tpe__mutex_unlock(&pool->lock);
-	rc = reject(le, t);
-	if (rc != 0)
-		tpe__task_free(&pool->tasks, t);
-	return rc;
-
-decided:
 	if (rc != 0)
 		tpe__task_free(&pool->tasks, t);
 	unlock_signal(le, signal);
@@ -698,18 +734,10 @@ tpe__locked_place_locked(struct tpe__locked *le, struct tpe__task *t,
 	*saturated = false;
 	if (!tpe__sched_admits(pool->state, t->fn))
 		return ECANCELED;
-	/* execute's steps 1 to 3, as requeue decides afresh. */
-	if (step_start_locked(pool, t, pool->core, &rc))
+	/* execute's steps 1 to 3, then the re-enqueue. */
+	if (execute_steps_locked(le, t,
+	    STEP_CORE | STEP_QUEUE | STEP_MAX | STEP_FORCE, signal, &rc))
 		return rc;
-	if (offer_locked(le, t) == 0)
-		return accepted_locked(le, t, signal);
-	if (step_start_locked(pool, t, pool->max, &rc))
-		return rc;
-	/* Scale-first's re-enqueue (room in the queue, whatever its gate);
-	 * for queue-first the same offer again, after step 3 may have
-	 * dropped the lock. */
-	if (force_locked(le, t) == 0)
-		return accepted_locked(le, t, signal);
 	/* Parked reserved threads (reserve.h) are idle workers that take
 	 * no queued or handed-off task, and a blocked submitter must not
 	 * wait for room only they could make: with tasks queued they look
@@ -924,61 +952,155 @@ env_before_start(void *ctx)
 }
 
 /*
- * Returns the next task, or NULL when the worker must exit (wc has then
- * been decremented). An idle worker that the reserve wants parks there
- * instead of waiting on the queue, and comes back with a handed task or to
- * look at the pool again (reserve.h); *reserved is the worker's own
- * "I am a reserved thread". pool->lock held on entry and exit.
+ * Whether an idle worker parks in the reserve instead of waiting on the
+ * queue: the queue is empty, the pool runs, and the reserve wants a
+ * thread (reserve.h; *reserved: this worker is one already). L held.
+ */
+static bool
+should_park_locked(struct tpe__locked *le, bool empty, bool *reserved)
+{
+	tpe_t *pool = le->pool;
+
+	TPE__ASSERT_HELD(&pool->lock);
+	return empty && pool->state == TPE__RUNNING &&
+	    tpe__reserve_wanted_locked(&pool->reserve, &pool->lock, reserved);
+}
+
+/* Parks in the reserve until handed a task (returned) or sent back to
+ * look at the pool (NULL). L held (dropped while parked). */
+static struct tpe__task *
+park_locked(struct tpe__locked *le, bool *reserved)
+{
+	tpe_t *pool = le->pool;
+	struct tpe__reserve_env env = {
+		.lock = &pool->lock,
+		.keep_alive_ns = pool->keep_alive_ns,
+		.work_waiting = env_work_waiting,
+		.before_start = env_before_start,
+		.ctx = le,
+	};
+
+	tpe__task_flush_kept(&pool->tasks);
+	return tpe__reserve_park_locked(&pool->reserve, &env, reserved);
+}
+
+/*
+ * The common case first: a task is queued. At or below max no worker
+ * leaves while tasks are queued (should_exit_locked), so the exit rule
+ * need not look before the poll; and the poll leaves the inbox alone
+ * while the list holds tasks, so a busy worker does not pull the
+ * submitters' line before every task. NULL: none polled, *empty whether
+ * the queue was empty under the lock. L held.
+ */
+static struct tpe__task *
+poll_first_locked(struct tpe__locked *le, bool *empty)
+{
+	struct tpe__task *t;
+
+	if (tpe__blocking_above_max_locked(le->pool)) {
+		*empty = tpe__queue_is_empty(le->q);
+		return NULL;
+	}
+	t = le->q->ops->poll(le->q);
+	*empty = t == NULL;
+	return t;
+}
+
+/*
+ * The worker decided to exit: true when it gave up its place in wc
+ * (may_leave_locked), false when it must stay for a task that came. L
+ * held.
+ */
+static bool
+leave_locked(struct tpe__locked *le, bool empty)
+{
+	if (!may_leave_locked(le, empty))
+		return false;
+	tpe__task_flush_kept(&le->pool->tasks);
+	/* Leaving tasks to the others: a wake-up that was meant for this
+	 * worker must not leave with it. */
+	if (!empty && needs_signal_locked(le))
+		tpe__cond_signal(&le->work_cond);
+	return true;
+}
+
+/* A worker's waits for a task within one get_task: its keep-alive
+ * deadline, fixed when it starts waiting and kept across wake-ups, and
+ * whether the next wait may spin. */
+struct waiting {
+	unsigned gen;     /* le->config_gen the deadline belongs to */
+	int64_t deadline; /* absolute monotonic; negative: not set */
+	bool timed_out;   /* the keep-alive ran out */
+	bool spin;        /* spin before sleeping */
+};
+
+/*
+ * Waits once for a task (poll_or_wait_locked), `timed` by the keep-alive:
+ * the task, or NULL to look at the pool again (w updated: a configuration
+ * change re-times the keep-alive). L held.
+ */
+static struct tpe__task *
+wait_locked(struct tpe__locked *le, struct waiting *w, bool timed)
+{
+	tpe_t *pool = le->pool;
+	struct tpe__task *t;
+	int rc;
+
+	if (!timed)
+		w->deadline = -1;
+	else if (w->deadline < 0)
+		w->deadline = tpe__deadline(pool->keep_alive_ns);
+	/* Waiting: no spent node held meanwhile (task.h). */
+	tpe__task_flush_kept(&pool->tasks);
+	/* Spin once per get_task, then sleep: see poll_or_wait_locked. */
+	t = poll_or_wait_locked(le, w->deadline, w->spin, &rc);
+	if (t != NULL)
+		return took_locked(le, t);
+	/* Spin again while offers keep coming (another worker won the
+	 * last one); sleep once a spin saw nothing. */
+	w->spin = w->spin && rc == 0;
+	if (le->config_gen != w->gen) {
+		/* Sizes, keep-alive or state changed: start over. */
+		w->gen = le->config_gen;
+		w->timed_out = false;
+		w->deadline = -1;
+	} else if (rc == ETIMEDOUT) {
+		w->timed_out = true;
+	}
+	return NULL;
+}
+
+/*
+ * Java's getTask: the next task, or NULL when the worker must exit (wc
+ * has then been decremented). An idle worker that the reserve wants
+ * parks there instead of waiting on the queue, and comes back with a
+ * handed task or to look at the pool again (reserve.h); *reserved is the
+ * worker's own "I am a reserved thread". pool->lock held on entry and
+ * exit.
  */
 static struct tpe__task *
 get_task_locked(struct tpe__locked *le, bool *reserved)
 {
 	tpe_t *pool = le->pool;
-	struct tpe__queue *q = le->q;
+	struct waiting w = { le->config_gen, -1, false, true };
 	struct tpe__task *t;
-	unsigned gen = le->config_gen;
-	bool timed_out = false, spin = true, after_task = true;
-	int64_t deadline = -1;
-	int rc;
+	bool after_task = true, empty, timed;
 
 	TPE__ASSERT_HELD(&pool->lock);
-	for (;;) {
-		bool empty, timed;
-
-		if (pool->state >= TPE__STOP)
-			break;
+	while (pool->state < TPE__STOP) {
 		if (pool->paused) {
 			/* Not counted as a taker: no offer may rely on it. */
 			tpe__cond_wait_until(&le->work_cond, &pool->lock, -1);
 			continue;
 		}
-		/*
-		 * The common case first: a task is queued. At or below max no
-		 * worker leaves while tasks are queued (should_exit_locked),
-		 * so the exit rule need not look before the poll; and the poll
-		 * leaves the inbox alone while the list holds tasks, so a busy
-		 * worker does not pull the submitters' line before every task.
-		 * A poll that finds nothing saw the queue empty under the lock.
-		 */
-		if (!tpe__blocking_above_max_locked(pool)) {
-			t = q->ops->poll(q);
-			if (t != NULL)
-				return took_locked(le, t);
-			empty = true;
-		} else {
-			empty = tpe__queue_is_empty(q);
-		}
+		if ((t = poll_first_locked(le, &empty)) != NULL)
+			return took_locked(le, t);
 		timed = pool->allow_core_timeout || pool->wc > pool->core;
-		if (should_exit_locked(pool, empty, timed && timed_out,
+		if (should_exit_locked(pool, empty, timed && w.timed_out,
 		    after_task)) {
-			if (!may_leave_locked(le, empty))
-				continue;
-			tpe__task_flush_kept(&pool->tasks);
-			/* Leaving tasks to the others: a wake-up that was
-			 * meant for this worker must not leave with it. */
-			if (!empty && needs_signal_locked(le))
-				tpe__cond_signal(&le->work_cond);
-			return NULL;
+			if (leave_locked(le, empty))
+				return NULL;
+			continue;
 		}
 		/* About to wait for a task, in the queue or parked in the
 		 * reserve: a blocked submitter may hand it one (hand-off,
@@ -987,47 +1109,11 @@ get_task_locked(struct tpe__locked *le, bool *reserved)
 		 * dropped it. */
 		if (empty)
 			tpe__pool_room_locked(pool);
-		if (empty && pool->state == TPE__RUNNING &&
-		    tpe__reserve_wanted_locked(&pool->reserve, &pool->lock,
-		    reserved)) {
-			struct tpe__reserve_env env = {
-				.lock = &pool->lock,
-				.keep_alive_ns = pool->keep_alive_ns,
-				.work_waiting = env_work_waiting,
-				.before_start = env_before_start,
-				.ctx = le,
-			};
-
-			tpe__task_flush_kept(&pool->tasks);
-			t = tpe__reserve_park_locked(&pool->reserve, &env,
-			    reserved);
-			after_task = false;
-			if (t != NULL)
-				return t;
-			continue;
-		}
-		if (!timed)
-			deadline = -1;
-		else if (deadline < 0)
-			deadline = tpe__deadline(pool->keep_alive_ns);
-		/* Waiting: no spent node held meanwhile (task.h). */
-		tpe__task_flush_kept(&pool->tasks);
-		/* Spin once per get_task, then sleep: see take_locked. */
-		t = take_locked(le, deadline, spin, &rc);
 		after_task = false;
+		t = should_park_locked(le, empty, reserved) ?
+		    park_locked(le, reserved) : wait_locked(le, &w, timed);
 		if (t != NULL)
-			return took_locked(le, t);
-		/* Spin again while offers keep coming (another worker won the
-		 * last one); sleep once a spin saw nothing. */
-		spin = spin && rc == 0;
-		if (le->config_gen != gen) {
-			/* Sizes, keep-alive or state changed: start over. */
-			gen = le->config_gen;
-			timed_out = false;
-			deadline = -1;
-		} else if (rc == ETIMEDOUT) {
-			timed_out = true;
-		}
+			return t;
 	}
 	/* The one exit that need not see the queue empty: a stopped pool. */
 	TPE__ASSERT(pool->state >= TPE__STOP && pool->wc > 0);
@@ -1040,10 +1126,10 @@ get_task_locked(struct tpe__locked *le, bool *reserved)
 /*
  * The run loop of Java's runWorker: t (the first task, or NULL), then the
  * tasks get_task hands out, until it says exit (wc given up there).
- * pool->lock held on entry and on return; false: forked in user code
- * (task.h), L not held.
+ * pool->lock held on entry and on return (TPE__WORKER_EXIT); or
+ * TPE__WORKER_FORKED_CHILD: forked in user code (task.h), L not held.
  */
-static bool
+static enum tpe__worker_end
 locked_worker_loop(struct tpe__engine *e, struct tpe__task *t)
 {
 	struct tpe__locked *le = locked_of(e);
@@ -1058,7 +1144,7 @@ locked_worker_loop(struct tpe__engine *e, struct tpe__task *t)
 		if (t == NULL) {
 			t = get_task_locked(le, &reserved);
 			if (t == NULL)
-				return true;
+				return TPE__WORKER_EXIT;
 			pool->active++;
 			/* A running worker is counted in wc until it leaves
 			 * get_task for good, and in nthreads until it ends. */
@@ -1070,7 +1156,7 @@ locked_worker_loop(struct tpe__engine *e, struct tpe__task *t)
 			start = tpe__metrics_task_start(mw,
 			    accepted = tpe__task_accepted_tick(t));
 		if (!tpe__task_run_keep(&pool->tasks, t))
-			return false;
+			return TPE__WORKER_FORKED_CHILD;
 		if (mw != NULL)
 			tpe__metrics_task_end(mw, accepted, start);
 		tpe__blocking_task_done();

@@ -14,14 +14,15 @@
 #include "base/park.h"
 #include "engine/engine.h"
 
-/* Legend: base/sync.h (A: written under L, read without). */
+/* Legend: doc/architecture.md ("L, A": written under L, read without). */
 struct tpe__locked {
 	struct tpe__engine base;
 	tpe_t *pool;                /* I: from attach */
 	struct tpe__queue *q;       /* I; contents L */
 	struct tpe__policy policy;  /* I */
 	bool lockfree;              /* I: step 2 may push without the lock */
-	pthread_cond_t work_cond;   /* idle workers wait here, with L */
+	pthread_cond_t work_cond;   /* W: idle workers wait here, with L;
+				     * offers and the cascade signal it */
 	unsigned config_gen;        /* L: bumped to make waiting workers
 				     * re-check the pool */
 	size_t takers;              /* L, A: workers waiting for a task */

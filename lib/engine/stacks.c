@@ -572,7 +572,7 @@ count_stolen(struct tpe__metrics_worker *mw, const struct tpe__task *h)
  * taken back before the worker gives up its place in wc, as get_task does
  * before it says exit (engine.h, worker_loop).
  */
-static bool
+static enum tpe__worker_end
 stacks_worker_loop(struct tpe__engine *e, struct tpe__task *first)
 {
 	struct tpe__stacks *se = tpe__stacks_of(e);
@@ -593,7 +593,7 @@ stacks_worker_loop(struct tpe__engine *e, struct tpe__task *first)
 	if (i < se->n)
 		me = tpe__stacks_tls_slot = &se->slots[i];
 	else if ((me = tpe__stacks_adopt(se, true)) == NULL)
-		return true; /* no slot came: wc given up, L held */
+		return TPE__WORKER_EXIT; /* no slot came: wc given up, L held */
 	tpe__stacks_set_awake(me);
 	for (;;) {
 		/* A small batch that did not follow a wake-up: let the stack
@@ -617,7 +617,7 @@ stacks_worker_loop(struct tpe__engine *e, struct tpe__task *first)
 		if (st == SLOTLESS) {
 			/* A spare now: another handed-over slot, or leave. */
 			if ((me = tpe__stacks_adopt(se, false)) == NULL)
-				return true;
+				return TPE__WORKER_EXIT;
 			tpe__stacks_set_awake(me);
 			small = false;
 			woken = true;
@@ -627,12 +627,12 @@ stacks_worker_loop(struct tpe__engine *e, struct tpe__task *first)
 			break;
 	}
 	if (st == FORKED_CHILD)
-		return false;
+		return TPE__WORKER_FORKED_CHILD;
 	tpe__stacks_set_asleep(se, me);
 	tpe__mutex_lock(&pool->lock);
 	TPE__ASSERT(pool->wc > 0 && pool->state >= TPE__SHUTDOWN);
 	tpe__pool_set_wc_locked(pool, pool->wc - 1);
-	return true;
+	return TPE__WORKER_EXIT;
 }
 
 /* ---- the rest of the interface ---------------------------------------- */
