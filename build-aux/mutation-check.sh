@@ -224,10 +224,12 @@ echo "== mutation: built in $(($(date +%s) - start)) s;" \
 # ---- the lanes -----------------------------------------------------------
 
 # run DIR PROGRAM CASE [TIMEOUT]: 0 when the case passed; its output in
-# DIR/run.log.
+# DIR/run.log. (The exit keeps the subshell from becoming the program, so
+# that it, not the lane, reports a program that died of a signal, to
+# /dev/null: the case's line says what happened.)
 run() {
 	(cd "$1/_m" && TPE_TEST_FILTER=$3 ${4-$TIMEOUT} "./$2" \
-	    >"$1/run.log" 2>&1) 2>/dev/null
+	    >"$1/run.log" 2>&1; exit $?) 2>/dev/null
 }
 
 # rebuild DIR PROGRAM FILE: in the build DIR/src/_m, recompile the objects
