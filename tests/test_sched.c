@@ -249,7 +249,7 @@ test_sched_fifo_and_nonpositive_delay(void **state)
 
 	(void)state;
 	fake_now = tu_now_ns();
-	tpe__sched_clock_hook = fake_clock;
+	__atomic_store_n(&tpe__sched_clock_hook, fake_clock, __ATOMIC_SEQ_CST);
 	hold_timer(false);
 	for (i = 0; i < 64; i++) {
 		it[i].o = &o;
@@ -264,7 +264,7 @@ test_sched_fifo_and_nonpositive_delay(void **state)
 	tu_latch_count_down(&hold_out);
 	assert_int_equal(tpe_await_termination(p, 10 * TU_S), 0);
 	unhold_timer();
-	tpe__sched_clock_hook = NULL;
+	__atomic_store_n(&tpe__sched_clock_hook, NULL, __ATOMIC_SEQ_CST);
 	assert_int_equal(o.n, 64);
 	for (i = 0; i < 64; i++)
 		assert_int_equal(o.seen[i], i);
@@ -1557,8 +1557,7 @@ hold_hook(bool holding)
 	if (holding) {
 		n = __atomic_fetch_add(&hold_calls, 1, __ATOMIC_SEQ_CST);
 		if (n < 16)
-			hold_at[n] = tpe__sched_clock_hook != NULL ?
-			    tpe__sched_clock_hook() : tu_now_ns();
+			hold_at[n] = tu_now_ns();
 	}
 	if (holding != hold_taken || hold_entered == NULL)
 		return;
@@ -1576,13 +1575,15 @@ hold_timer(bool taken)
 	hold_calls = 0;
 	hold_release = &hold_out;
 	hold_entered = &hold_in;
-	tpe__sched_timer_hook = hold_hook;
+	/* The timer reads it atomically (relaxed: a new timer thread is
+	 * made after this store, or the hook was the same). */
+	__atomic_store_n(&tpe__sched_timer_hook, hold_hook, __ATOMIC_SEQ_CST);
 }
 
 static void
 unhold_timer(void)
 {
-	tpe__sched_timer_hook = NULL;
+	__atomic_store_n(&tpe__sched_timer_hook, NULL, __ATOMIC_SEQ_CST);
 	tu_latch_destroy(&hold_in);
 	tu_latch_destroy(&hold_out);
 }
@@ -1900,7 +1901,7 @@ test_sched_fixed_rate_keeps_rate(void **state)
 	rate_running = &running;
 	rate_release = &release;
 	fake_now = tu_now_ns();
-	tpe__sched_clock_hook = fake_clock;
+	__atomic_store_n(&tpe__sched_clock_hook, fake_clock, __ATOMIC_SEQ_CST);
 	tu_saturate(p, 1, 0, &sat);
 	assert_int_equal(tpe_schedule_at_fixed_rate(p, rate_fn, NULL, 0,
 	    period, &f), 0);
@@ -1916,7 +1917,7 @@ test_sched_fixed_rate_keeps_rate(void **state)
 	assert_int_equal(tpe_future_cancel(f), 0);
 	tpe_future_release(f);
 	assert_int_equal(tpe_destroy(p), 0);
-	tpe__sched_clock_hook = NULL;
+	__atomic_store_n(&tpe__sched_clock_hook, NULL, __ATOMIC_SEQ_CST);
 	rate_running = NULL;
 	tu_saturation_destroy(&sat);
 	tu_latch_destroy(&running);
@@ -1940,9 +1941,10 @@ test_sched_refused_retry_paced(void **state)
 	hold_timer(true);
 	hold_entered = NULL; /* count only, never hold */
 	assert_int_equal(tpe_schedule(p, tally_fn, &t, 0, &f), 0);
+	/* The ninth call's count comes after the eighth's hold_at. */
 	assert_true(TU_EVENTUALLY(__atomic_load_n(&hold_calls,
-	    __ATOMIC_SEQ_CST) >= 8, TU_WAIT_BOUND));
-	tpe__sched_timer_hook = NULL;
+	    __ATOMIC_SEQ_CST) >= 9, TU_WAIT_BOUND));
+	__atomic_store_n(&tpe__sched_timer_hook, NULL, __ATOMIC_SEQ_CST);
 	for (i = 1; i < 8; i++)
 		assert_true(hold_at[i] - hold_at[i - 1] >= TU_MS);
 	tu_unsaturate(&sat);
