@@ -2098,6 +2098,31 @@ relay2_t_main(void *arg)
 	return NULL;
 }
 
+/*
+ * Two reserved threads parked: two hand-offs held at once (while the
+ * first holds its thread, a miss asks for another), then both let go
+ * and parked again. The waits are the "eventually" kind of warm_reserved.
+ */
+static void
+warm_reserved_2(tpe_t *pool)
+{
+	struct tu_latch release;
+	struct tu_blocker b[2];
+	int hits = 0;
+
+	tu_latch_init(&release, 1);
+	memset(b, 0, sizeof(b));
+	b[0].release = b[1].release = &release;
+	assert_true(TU_EVENTUALLY(hits == 2 ||
+	    (tpe_try_execute(pool, tu_blocker_fn, &b[hits]) == 0 &&
+	    ++hits == 2), TU_WAIT_BOUND));
+	tu_latch_count_down(&release);
+	assert_true(TU_EVENTUALLY(tu_stats(pool).reserved >= 2,
+	    TU_WAIT_BOUND));
+	assert_int_equal(tu_ran(&b[0]) + tu_ran(&b[1]), 2);
+	tu_latch_destroy(&release);
+}
+
 static void
 test_strategy_miss_wait_relays_once(void **state)
 {
@@ -2126,11 +2151,7 @@ test_strategy_miss_wait_relays_once(void **state)
 	relay2.t_calls = relay2.r1_calls = 0;
 	pool = warm_pool(3, 2, (struct tu_pool_opts){
 	    .before = relay2_before, .after = relay2_after });
-	/* Two workers parked as reserved threads (a miss asks for one). */
-	assert_true(TU_EVENTUALLY(tu_stats(pool).reserved >= 2 ||
-	    (tpe_try_execute(pool, tu_count_fn, &p[2].ran), false),
-	    TU_WAIT_BOUND));
-	p[2].ran = 0;
+	warm_reserved_2(pool);
 	feed_init(&f, 3);
 	f.on_call = relay2_on_call;
 	relay2.f = &f;
