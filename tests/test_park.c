@@ -2,8 +2,9 @@
 /*
  * test_park.c - the rules by which a spin earns its CPU (base/park.h),
  * white-box and deterministic: struct tpe__spin_pay's misses and probes,
- * the crowded mark (its hold and expiry, given explicit times), a crowded
- * process's spin decisions and backoff budget, and the backoff's late look
+ * the crowded mark (its hold and expiry, given explicit times; a hold of 0
+ * marks nothing), a crowded process's backoff budget, and the backoff's
+ * late look
  * (the time of the last look is set by the test, so no case depends on how
  * fast this machine runs it).
  */
@@ -76,19 +77,20 @@ test_park_crowd_mark_holds_then_expires(void **state)
 }
 
 static void
-test_park_crowded_no_wait_spins(void **state)
+test_park_hold_zero_never_marks(void **state)
 {
-	struct tpe__spin_pay p = { 0, 0 };
-	unsigned i;
+	const int64_t t = INT64_C(1000) * TPE__NS_PER_S;
 
 	(void)state;
-	mark_crowded_forever();
-	/* Not even a waiter whose spins paid, nor a probe. */
-	for (i = 0; i < 64; i++)
-		assert_false(tpe__spin_pays(&p, 2, 4));
-	assert_int_equal(p.misses, 0);
 	clear_crowded();
-	assert_true(tpe__spin_pays(&p, 2, 4));
+	tpe__spin_crowd_hold_ns = 0;
+	tpe__spin_crowd_seen(t);
+	assert_int_equal(tpe__spin_crowd_until, 0);
+	assert_false(tpe__spin_crowded_at(t));
+	tpe__spin_crowd_hold_ns = TPE__SPIN_CROWD_HOLD_NS;
+	tpe__spin_crowd_seen(t);
+	assert_true(tpe__spin_crowded_at(t));
+	clear_crowded();
 }
 
 static void
@@ -172,7 +174,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_park_spin_pay_misses_then_probes),
 		cmocka_unit_test(test_park_crowd_mark_holds_then_expires),
-		cmocka_unit_test(test_park_crowded_no_wait_spins),
+		cmocka_unit_test(test_park_hold_zero_never_marks),
 		cmocka_unit_test(test_park_crowded_backoff_has_no_budget),
 		cmocka_unit_test(test_park_late_look_ends_spin_and_marks),
 		cmocka_unit_test(test_park_timely_look_keeps_spinning),

@@ -209,12 +209,18 @@ tpe__backoff_step(struct tpe__backoff *b)
 /* ---- crowding ----------------------------------------------------------- */
 
 int64_t tpe__spin_crowd_until; /* park.h */
+int64_t tpe__spin_crowd_hold_ns = TPE__SPIN_CROWD_HOLD_NS; /* park.h */
 
 void
 tpe__spin_crowd_seen(int64_t now_ns)
 {
-	int64_t until = budget_end(now_ns, TPE__SPIN_CROWD_HOLD_NS);
+	/* Relaxed: a setting, no data behind it. */
+	int64_t hold = __atomic_load_n(&tpe__spin_crowd_hold_ns,
+	    __ATOMIC_RELAXED), until;
 
+	if (hold <= 0)
+		return;
+	until = budget_end(now_ns, hold);
 	/* 0 means "no mark". Relaxed: a hint (park.h). */
 	__atomic_store_n(&tpe__spin_crowd_until, until != 0 ? until : 1,
 	    __ATOMIC_RELAXED);

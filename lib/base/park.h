@@ -75,10 +75,12 @@
  * that finds nobody else runnable take under 5 us) says that this thread
  * lost its processor: the backoff ends its spin (TPE__BACKOFF_SPENT, or
  * the sleep phase) and marks the process crowded for
- * TPE__SPIN_CROWD_HOLD_NS. While it is marked, no wait spins:
- * tpe__spin_pays says no and tpe__backoff_init gives no budget (the sleep
- * phase remains). The mark is process-wide (the processors are), and it
- * expires by itself: the first spin after it looks again. Measured on a
+ * tpe__spin_crowd_hold_ns (100 ms). While it is marked, no backoff spins:
+ * tpe__backoff_init gives no budget (the sleep phase remains), so a
+ * waiter that tpe__spin_pays let spin finds nothing at once and counts a
+ * miss, and its next waits sleep. The mark is process-wide (the
+ * processors are), and it expires by itself: the first spin after it
+ * looks again. Tests that count spins set the hold to 0 (never marked). Measured on a
  * 2-core VM beside two busy loops (C-Thread-Pool's batch-and-wait: 8 jobs
  * of 20 us, wait, 1000 times, pool of 2), bench/README.md's oversub
  * section has the figures.
@@ -181,8 +183,13 @@ void tpe__sleep_ns(int64_t ns);
 /* A look that comes this long after the one before: the spinner lost its
  * processor (crowding, above). */
 #define TPE__SPIN_LATE_NS INT64_C(50000)
-/* How long a crowding that was seen stops every spin. */
+/* How long a crowding that was seen stops every spin: the default of
+ * tpe__spin_crowd_hold_ns. */
 #define TPE__SPIN_CROWD_HOLD_NS INT64_C(100000000)
+
+/* A: relaxed, read by tpe__spin_crowd_seen; 0: crowding is never marked
+ * (tests whose cases count spins or waits). */
+extern int64_t tpe__spin_crowd_hold_ns;
 
 /* A: relaxed, the end of the crowded mark (monotonic ns), 0: none. Written
  * by tpe__spin_crowd_seen and by the expiry in tpe__spin_crowded_at, read
@@ -190,7 +197,7 @@ void tpe__sleep_ns(int64_t ns);
 extern int64_t tpe__spin_crowd_until;
 
 /* A spin found at now_ns that it had lost its processor: no spin for
- * TPE__SPIN_CROWD_HOLD_NS from now_ns. Any thread. */
+ * tpe__spin_crowd_hold_ns from now_ns. Any thread. */
 void tpe__spin_crowd_seen(int64_t now_ns);
 
 /* Whether the crowded mark holds at now_ns; clears it once it ran out.
@@ -214,14 +221,14 @@ struct tpe__spin_pay {
 	unsigned skips;        /* waits that did not spin since */
 };
 
-/* Whether this wait should spin: never while the processors are crowded
- * (tpe__spin_crowded); else yes while spins pay, else every `probe`-th
- * wait once `max_misses` spins in a row found nothing. */
+/* Whether this wait should spin: yes while spins pay, else every
+ * `probe`-th wait once `max_misses` spins in a row found nothing. A
+ * crowded process (tpe__spin_crowded) is the backoff's to handle: a wait
+ * that spins through it gets no budget, finds nothing and counts a miss;
+ * a caller whose spin has no backoff asks tpe__spin_crowded itself. */
 static inline bool
 tpe__spin_pays(struct tpe__spin_pay *p, unsigned max_misses, unsigned probe)
 {
-	if (tpe__spin_crowded())
-		return false;
 	if (p->misses < max_misses)
 		return true;
 	return ++p->skips % probe == 0;
