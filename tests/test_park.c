@@ -138,9 +138,13 @@ test_park_late_look_ends_spin_and_marks(void **state)
 	assert_int_equal(step_to_look(&b), TPE__BACKOFF_YIELDED);
 	assert_false(tpe__spin_crowded());
 	assert_true(b.look_ns > 0 && b.look_ns <= tpe__now_ns());
-	/* The last look was long ago: this thread lost its processor. */
+	/* The last look was long ago: this thread lost its processor. The
+	 * late look lets the caller look first: its work may have come. */
 	b.look_ns -= 2 * TPE__SPIN_LATE_NS;
-	assert_int_equal(step_to_look(&b), TPE__BACKOFF_SPENT);
+	assert_int_equal(step_to_look(&b), TPE__BACKOFF_YIELDED);
+	assert_false(tpe__spin_crowded());
+	/* The caller found nothing and steps again: crowded, spent. */
+	assert_int_equal(tpe__backoff_step(&b), TPE__BACKOFF_SPENT);
 	assert_true(tpe__spin_crowded());
 	assert_int_equal(tpe__backoff_step(&b), TPE__BACKOFF_SPENT);
 	/* While marked, a new spin gets no budget. */

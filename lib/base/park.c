@@ -120,6 +120,7 @@ tpe__backoff_init(struct tpe__backoff *b, int64_t budget_ns,
 	b->sleep_max_ns = sleep_max_ns > 0 ? sleep_max_ns : 0;
 	b->end_ns = 0;
 	b->look_ns = 0;
+	b->late = false;
 	b->steps = 0;
 	b->sleeps = 0;
 }
@@ -178,6 +179,13 @@ tpe__backoff_step(struct tpe__backoff *b)
 	int64_t now, end;
 
 	b->steps++;
+	if (b->late) {
+		/* The caller looked after a late look and found nothing: the
+		 * spin lost its processor and did not pay (park.h). */
+		tpe__spin_crowd_seen(b->look_ns);
+		b->late = false;
+		b->end_ns = -1;
+	}
 	if (b->budget_ns == 0 || b->end_ns < 0)
 		return backoff_sleep(b, -1);
 	if (b->steps % TPE__BACKOFF_YIELD_EVERY != 0) {
@@ -189,10 +197,11 @@ tpe__backoff_step(struct tpe__backoff *b)
 		/* The budget counts from the first look (park.h). */
 		b->end_ns = budget_end(now, b->budget_ns);
 	} else if (now - b->look_ns > TPE__SPIN_LATE_NS) {
-		/* Off its processor since the last look: crowded (park.h). */
-		tpe__spin_crowd_seen(now);
-		b->end_ns = -1;
-		return backoff_sleep(b, now);
+		/* Off its processor since the last look: no yield now; the
+		 * caller looks, and the next step tells (park.h). */
+		b->late = true;
+		b->look_ns = now;
+		return TPE__BACKOFF_YIELDED;
 	}
 	b->look_ns = now;
 	end = b->end_ns;

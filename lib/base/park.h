@@ -73,8 +73,12 @@
  * is preferred by the scheduler. So a look of the backoff that comes more
  * than TPE__SPIN_LATE_NS after the one before (64 relax steps and a yield
  * that finds nobody else runnable take under 5 us) says that this thread
- * lost its processor: the backoff ends its spin (TPE__BACKOFF_SPENT, or
- * the sleep phase) and marks the process crowded for
+ * lost its processor. That look returns TPE__BACKOFF_YIELDED without a
+ * yield, so the caller looks for its work: the thread that had the
+ * processor may be the one it waits for (a submitter), and then the spin
+ * paid and the caller stops stepping. A step after it means the caller
+ * found nothing: the backoff ends its spin (TPE__BACKOFF_SPENT, or the
+ * sleep phase) and marks the process crowded for
  * tpe__spin_crowd_hold_ns (100 ms). While it is marked, no backoff spins:
  * tpe__backoff_init gives no budget (the sleep phase remains), so a
  * waiter that tpe__spin_pays let spin finds nothing at once and counts a
@@ -158,6 +162,7 @@ struct tpe__backoff {
 	int64_t sleep_max_ns;  /* I: 0: no sleep phase; else the longest sleep */
 	int64_t end_ns;        /* the budget's end; 0 until the first look */
 	int64_t look_ns;       /* when the last look was (crowding) */
+	bool late;             /* the last look was late (crowding) */
 	uint64_t steps;        /* steps taken */
 	uint64_t sleeps;       /* sleeps taken */
 };
