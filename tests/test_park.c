@@ -185,5 +185,7 @@ main(void)
 	};
 
 	tu_time_bound(0);
+	/* Crowding is off by default (park.h): these cases turn it on. */
+	tpe__spin_crowd_hold_ns = TPE__SPIN_CROWD_HOLD_NS;
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -218,7 +218,7 @@ tpe__backoff_step(struct tpe__backoff *b)
 /* ---- crowding ----------------------------------------------------------- */
 
 int64_t tpe__spin_crowd_until; /* park.h */
-int64_t tpe__spin_crowd_hold_ns = TPE__SPIN_CROWD_HOLD_NS; /* park.h */
+int64_t tpe__spin_crowd_hold_ns; /* park.h: 0, off by default */
 
 void
 tpe__spin_crowd_seen(int64_t now_ns)

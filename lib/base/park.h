@@ -84,7 +84,7 @@
  * waiter that tpe__spin_pays let spin finds nothing at once and counts a
  * miss, and its next waits sleep. The mark is process-wide (the
  * processors are), and it expires by itself: the first spin after it
- * looks again. Tests that count spins set the hold to 0 (never marked). Measured on a
+ * looks again. It is off unless tpe__spin_crowd_hold_ns is set (below). Measured on a
  * 2-core VM beside two busy loops (C-Thread-Pool's batch-and-wait: 8 jobs
  * of 20 us, wait, 1000 times, pool of 2), bench/README.md's oversub
  * section has the figures.
@@ -188,12 +188,19 @@ void tpe__sleep_ns(int64_t ns);
 /* A look that comes this long after the one before: the spinner lost its
  * processor (crowding, above). */
 #define TPE__SPIN_LATE_NS INT64_C(50000)
-/* How long a crowding that was seen stops every spin: the default of
- * tpe__spin_crowd_hold_ns. */
+/* How long a crowding that was seen stops every spin, when it is on
+ * (tpe__spin_crowd_hold_ns). */
 #define TPE__SPIN_CROWD_HOLD_NS INT64_C(100000000)
 
-/* A: relaxed, read by tpe__spin_crowd_seen; 0: crowding is never marked
- * (tests whose cases count spins or waits). */
+/*
+ * A: relaxed, read by tpe__spin_crowd_seen; 0: crowding is never marked.
+ * 0 by default for now: on a 2-core VM loaded 23-35 by other work, the
+ * mark (at TPE__SPIN_CROWD_HOLD_NS) cut the sched_yield calls of
+ * C-Thread-Pool's batch-and-wait 3-4x, but its wall time gain was not
+ * consistent across sittings, and tpe-bench's tiny-1 (default pool) ran
+ * 1.2-1.8x slower in 6 of 6 alternating runs (the same with the mark off:
+ * as before). A quiet run decides (bench/README.md, oversub).
+ */
 extern int64_t tpe__spin_crowd_hold_ns;
 
 /* A: relaxed, the end of the crowded mark (monotonic ns), 0: none. Written
