@@ -30,6 +30,21 @@ tpe__park_destroy(struct tpe__park *p)
 	(void)p;
 }
 
+/* FUTEX_WAIT with a relative time-out (or none). Where time_t is wider
+ * than long (a 32-bit system built with _TIME_BITS=64), the time-out is a
+ * 64-bit timespec only futex_time64 reads: the old call would take
+ * tv_sec's high word for tv_nsec. */
+static long
+futex_wait(unsigned *addr, unsigned val, const struct timespec *ts)
+{
+#if defined(SYS_futex_time64)
+	if (sizeof(ts->tv_sec) > sizeof(long))
+		return syscall(SYS_futex_time64, addr, FUTEX_WAIT_PRIVATE, val,
+		    ts, NULL, 0);
+#endif
+	return syscall(SYS_futex, addr, FUTEX_WAIT_PRIVATE, val, ts, NULL, 0);
+}
+
 int
 tpe__park_wait(struct tpe__park *p, unsigned seq, int64_t deadline_ns)
 {
@@ -40,14 +55,13 @@ tpe__park_wait(struct tpe__park *p, unsigned seq, int64_t deadline_ns)
 		left = deadline_ns - tpe__now_ns();
 		if (left <= 0)
 			return ETIMEDOUT;
-		ts.tv_sec = (time_t)(left / TPE__NS_PER_S);
-		ts.tv_nsec = (long)(left % TPE__NS_PER_S);
+		/* Saturated where time_t is 32 bits (sync.h). */
+		ts = tpe__timespec_of_ns(left);
 		tsp = &ts; /* FUTEX_WAIT's timeout is relative */
 	}
 	/* The kernel compares p->seq with seq and sleeps only while they are
 	 * equal, atomically with respect to a FUTEX_WAKE. */
-	if (syscall(SYS_futex, &p->seq, FUTEX_WAIT_PRIVATE, seq, tsp, NULL,
-	    0) != 0 && errno == ETIMEDOUT)
+	if (futex_wait(&p->seq, seq, tsp) != 0 && errno == ETIMEDOUT)
 		return ETIMEDOUT;
 	/* Woken, EAGAIN (the sequence had moved), EINTR: look again. */
 	return 0;
@@ -140,10 +154,8 @@ tpe__backoff_sleep_ns(uint64_t n, int64_t max_ns)
 void
 tpe__sleep_ns(int64_t ns)
 {
-	struct timespec ts;
+	struct timespec ts = tpe__timespec_of_ns(ns);
 
-	ts.tv_sec = (time_t)(ns / TPE__NS_PER_S);
-	ts.tv_nsec = (long)(ns % TPE__NS_PER_S);
 	nanosleep(&ts, NULL);
 }
 

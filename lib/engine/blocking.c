@@ -100,7 +100,7 @@ tpe__locked_compensate_locked(struct tpe__locked *le)
 int
 tpe__locked_blocking(struct tpe__engine *e, bool begin)
 {
-	struct tpe__locked *le = (struct tpe__locked *)e;
+	struct tpe__locked *le = (struct tpe__locked *)(void *)e;
 	tpe_t *pool = le->pool;
 	struct tpe__blocking *b = &pool->blocking;
 	int rc = 0;
@@ -140,7 +140,7 @@ tpe__blocking_resumed_locked(tpe_t *pool)
 	 * begin, paused or not (stacks.c): nothing waited for the resume. */
 	if (pool->engine->ops->blocking != tpe__locked_blocking)
 		return 0;
-	le = (struct tpe__locked *)pool->engine;
+	le = (struct tpe__locked *)(void *)pool->engine;
 	/* What each offer made while paused would have done: one stand-in
 	 * per queued task at most, counted once (a worker just started has
 	 * not taken its task yet), until the rule finds enough running. */

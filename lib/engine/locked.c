@@ -99,7 +99,7 @@
 static struct tpe__locked *
 locked_of(struct tpe__engine *e)
 {
-	return (struct tpe__locked *)e;
+	return (struct tpe__locked *)(void *)e;
 }
 
 static int

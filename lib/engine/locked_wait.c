@@ -148,7 +148,7 @@ int
 tpe__locked_submit_wait(struct tpe__engine *e, tpe_fn fn, void *arg,
     struct tpe_future *f, int64_t timeout_ns)
 {
-	struct tpe__locked *le = (struct tpe__locked *)e;
+	struct tpe__locked *le = (struct tpe__locked *)(void *)e;
 	tpe_t *pool = le->pool;
 	struct tpe__task *t;
 	/* The deadline counts from the call. */
