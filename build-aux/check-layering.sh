@@ -21,7 +21,7 @@ metrics   tpe.h base/ metrics/                                   enforced
 strategy  tpe.h tpe/thpool.h base/ strategy/                     enforced
 coop      tpe.h tpe/thpool.h base/ coop/ metrics/metrics.h       enforced
 ring      tpe.h tpe/thpool.h base/ ring/                         enforced
-sched     tpe.h base/ queue/node.h pool/future.h sched/          enforced
+sched     tpe.h base/ queue/node.h pool/future.h pool/state.h sched/ enforced
 compat    tpe.h tpe/thpool.h base/ compat/                       enforced
 '
 # The one file that may call pthread_create: tpe__thread_create blocks the

@@ -579,10 +579,13 @@ timer_main(void *arg)
 			retry_until = 0;
 			continue;
 		}
-		if (rc == ENOTSUP) {
+		if (rc == ENOTSUP || (rc == ENOMEM && s->shutdown)) {
 			/* The pool is shut down and its engine takes no task
-			 * any more: to the discard callback, its future
-			 * cancelled (tpe_schedule(3)). */
+			 * any more, or no memory could be had for it: to the
+			 * discard callback, its future cancelled
+			 * (tpe_schedule(3)). A shut-down pool waits for what
+			 * the timer owes it, and memory may never come back:
+			 * a retry could hold its termination for ever. */
 			if (!hand_back_busy_locked(s, r))
 				return NULL;
 			continue;
