@@ -73,6 +73,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "base/probe.h"
 #include "base/atomic.h"
 #include "base/cpu.h"
 #include "base/fork.h"
@@ -653,6 +654,8 @@ reject(struct tpe__locked *le, struct tpe__task *t)
 		}
 		tpe__pool_count_rejected(pool);
 		count_rejection(pool, v);
+		TPE__PROBE5(task__reject, pool, a->name_prefix, t->fn, t->arg,
+		    EAGAIN);
 		if (v == TPE__VERDICT_REFUSE)
 			return EAGAIN;
 		if (v == TPE__VERDICT_REPLACE_OLDEST) {

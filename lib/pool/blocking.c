@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdbool.h>
 
+#include "base/probe.h"
 #include "base/sync.h"
 #include "pool/blocking.h"
 #include "pool/pool.h"
@@ -23,6 +24,18 @@ this_pool(void)
 	return tpe__tls_worker_pool;
 }
 
+/* The outermost section begins or ends: the engine's op, after the probe
+ * a tracer may watch (base/probe.h). */
+static int
+outermost(tpe_t *pool, bool begin)
+{
+	if (begin)
+		TPE__PROBE2(block__begin, pool, pool->attr.name_prefix);
+	else
+		TPE__PROBE2(block__end, pool, pool->attr.name_prefix);
+	return pool->engine->ops->blocking(pool->engine, begin);
+}
+
 int
 tpe_blocking_begin(void)
 {
@@ -32,7 +45,7 @@ tpe_blocking_begin(void)
 		return 0;
 	if (depth++ > 0)
 		return 0;
-	return pool->engine->ops->blocking(pool->engine, true);
+	return outermost(pool, true);
 }
 
 int
@@ -46,7 +59,7 @@ tpe_blocking_end(void)
 		return EINVAL;
 	if (--depth > 0)
 		return 0;
-	return pool->engine->ops->blocking(pool->engine, false);
+	return outermost(pool, false);
 }
 
 void
@@ -57,7 +70,7 @@ tpe__blocking_task_done(void)
 	if (depth == 0 || pool == NULL)
 		return;
 	depth = 0;
-	(void)pool->engine->ops->blocking(pool->engine, false);
+	(void)outermost(pool, false);
 }
 
 int

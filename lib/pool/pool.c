@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/probe.h"
 #include "base/fork.h"
 #include "base/invocation.h"
 #include "base/sized.h"
@@ -136,8 +137,11 @@ unlock_and_terminate(tpe_t *pool)
 static int
 enter_scheduled(tpe_t *pool, tpe_fn fn, void *arg)
 {
-	int rc = pool->engine->ops->submit_wait(pool->engine, fn, arg, NULL,
-	    0);
+	int rc;
+
+	/* arg is the task's record, which begins with its future (sched.c). */
+	TPE__PROBE3(sched__due, pool, pool->attr.name_prefix, arg);
+	rc = pool->engine->ops->submit_wait(pool->engine, fn, arg, NULL, 0);
 
 	/* A shut-down pool whose engine does not admit them (the stacks
 	 * engine's workers close their stacks once drained): ENOTSUP. */
@@ -263,12 +267,17 @@ tpe_create(tpe_t **poolp, const tpe_attr_t *attr)
 
 /* ---- handing tasks to the engine -------------------------------------- */
 
-/* A submission's result; one refused for shutdown counts in the metrics. */
+/* A submission's result for the task fn(arg) (fn NULL: a callable's);
+ * one refused for shutdown counts in the metrics and fires task__reject
+ * (base/probe.h; a refusal for saturation fires it in the engine). */
 static int
-refused(tpe_t *pool, int rc)
+refused(tpe_t *pool, tpe_fn fn, void *arg, int rc)
 {
-	if (rc == ECANCELED)
+	if (rc == ECANCELED) {
 		tpe__metrics_count(pool->metrics, TPE__M_REJECT_SHUTDOWN);
+		TPE__PROBE5(task__reject, pool, pool->attr.name_prefix, fn, arg,
+		    ECANCELED);
+	}
 	return rc;
 }
 
@@ -285,8 +294,8 @@ tpe_execute(tpe_t *pool, tpe_fn fn, void *arg)
 {
 	if (pool == NULL || fn == NULL)
 		return EINVAL;
-	return refused(pool, pool->engine->ops->submit(pool->engine, fn, arg,
-	    NULL));
+	return refused(pool, fn, arg,
+	    pool->engine->ops->submit(pool->engine, fn, arg, NULL));
 }
 
 int
@@ -307,15 +316,15 @@ tpe_try_execute(tpe_t *pool, tpe_fn fn, void *arg)
 	if (pool == NULL || fn == NULL)
 		return EINVAL;
 	if (load_state(pool) != TPE__RUNNING)
-		return refused(pool, ECANCELED);
+		return refused(pool, fn, arg, ECANCELED);
 	/* A paused pool starts no task (tpe_pause(3)): refused, and no
 	 * reserved thread is asked for. The claimer re-checks after its
 	 * claim, and a thread handed a task as the pause comes holds it
 	 * until resume (tpe__reserve_park_locked). */
 	if (__atomic_load_n(&pool->paused, __ATOMIC_SEQ_CST))
 		return EAGAIN;
-	return refused(pool, pool->engine->ops->try_submit(pool->engine, fn,
-	    arg));
+	return refused(pool, fn, arg,
+	    pool->engine->ops->try_submit(pool->engine, fn, arg));
 }
 
 /*
@@ -336,7 +345,7 @@ submit_future(tpe_t *pool, tpe_call_fn fn, void *arg, bool wait,
 	/* Refused for shutdown before anything is allocated: a shut-down
 	 * pool says ECANCELED even when memory is short. */
 	if (load_state(pool) != TPE__RUNNING)
-		return refused(pool, ECANCELED);
+		return refused(pool, NULL, arg, ECANCELED);
 	rc = tpe__future_create(&f, fn, arg);
 	if (rc != 0)
 		return rc;
@@ -346,7 +355,7 @@ submit_future(tpe_t *pool, tpe_call_fn fn, void *arg, bool wait,
 	if (rc != 0) {
 		tpe__future_unref(f);
 		tpe__future_unref(f);
-		return refused(pool, rc);
+		return refused(pool, NULL, arg, rc);
 	}
 	*future = f;
 	return 0;
@@ -368,9 +377,10 @@ tpe_execute_wait(tpe_t *pool, tpe_fn fn, void *arg, int64_t timeout_ns)
 	/* Where the pool's state says no before anything is allocated, as
 	 * tpe_execute's own check. */
 	if (load_state(pool) != TPE__RUNNING)
-		return refused(pool, ECANCELED);
-	return refused(pool, pool->engine->ops->submit_wait(pool->engine, fn,
-	    arg, NULL, timeout_ns));
+		return refused(pool, fn, arg, ECANCELED);
+	return refused(pool, fn, arg,
+	    pool->engine->ops->submit_wait(pool->engine, fn, arg, NULL,
+	    timeout_ns));
 }
 
 int

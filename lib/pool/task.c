@@ -34,6 +34,8 @@
 #include "pool/node_cache.h"
 #include "pool/task.h"
 #include "metrics/metrics.h"
+#include "base/probe.h"
+#include "base/tick.h"
 
 TPE__TLS struct tpe__task *tpe__tls_running_node; /* task.h */
 TPE__TLS tpe_t *tpe__tls_hook_pool;                /* task.h */
@@ -87,6 +89,17 @@ end(const struct tpe__tasks *ts, struct tpe__task *t)
 	tpe__node_put(ts->returns, t);
 }
 
+/* Now on the metrics' clock, for a tracer (probe.h); never 0. */
+static int64_t
+probe_stamp(void)
+{
+	int64_t now;
+
+	tpe__tick_init();
+	now = tpe__tick_now();
+	return now != 0 ? now : 1;
+}
+
 struct tpe__task *
 tpe__task_new(const struct tpe__tasks *ts, tpe_fn fn, void *arg, struct tpe_future *f,
     const void *owner)
@@ -96,6 +109,13 @@ tpe__task_new(const struct tpe__tasks *ts, tpe_fn fn, void *arg, struct tpe_futu
 	if (t != NULL) {
 		t->next = NULL;
 		int64_t now = tpe__metrics_stamp(ts->attr->metrics);
+
+		/* A tracer on task__start wants every task's queue wait
+		 * (probe.h): stamp the ones the metrics do not. */
+		if (now == 0 && TPE__PROBE_ENABLED(task__start))
+			now = probe_stamp();
+		TPE__PROBE4(task__submit, ts->pool, ts->attr->name_prefix, fn,
+		    f != NULL ? f->arg : arg);
 
 		/* A future's task has no function of its own (node.h). */
 		TPE__ASSERT((fn == NULL) == (f != NULL));
@@ -227,6 +247,22 @@ tpe__task_offer_to_handler(const struct tpe__tasks *ts, struct tpe__task *t,
 	return rc;
 }
 
+/* A tracer is attached to task__start or task__end (probe.h): fires
+ * task__start with the task's queue wait in ns (-1: not stamped, it was
+ * submitted before the tracer attached) and returns the start time for
+ * task__end. */
+static int64_t
+probe_started(const struct tpe__tasks *ts, const struct tpe__task *t,
+    tpe_fn fn, void *arg)
+{
+	int64_t accepted = tpe__task_accepted_tick(t);
+	int64_t now = probe_stamp();
+
+	TPE__PROBE5(task__start, ts->pool, ts->attr->name_prefix, fn, arg,
+	    accepted != 0 ? (int64_t)tpe__tick_to_ns(now - accepted) : -1);
+	return now;
+}
+
 /* tpe__task_run; with `keep`, the node is left to the caller. */
 static bool
 run(const struct tpe__tasks *ts, struct tpe__task *t, bool keep)
@@ -239,6 +275,7 @@ run(const struct tpe__tasks *ts, struct tpe__task *t, bool keep)
 	void *hook_arg = arg;
 	bool hooks = a->before != NULL || a->after != NULL;
 	unsigned gen = tpe__fork_gen();
+	int64_t started = 0;
 
 	/* A task that unwound out of a non-blocking invocation must not
 	 * leave the next one flagged (invocation.h). */
@@ -263,12 +300,17 @@ run(const struct tpe__tasks *ts, struct tpe__task *t, bool keep)
 		if (tpe__forked_since(gen))
 			return false;
 	}
+	if (TPE__PROBE_ENABLED(task__start) || TPE__PROBE_ENABLED(task__end))
+		started = probe_started(ts, t, hook_fn, hook_arg);
 	if (f == NULL)
 		fn(arg);
 	else if (tpe__future_run_started(f) == TPE__FORKED)
 		return false;
 	if (tpe__forked_since(gen))
 		return false;
+	if (started != 0 && TPE__PROBE_ENABLED(task__end))
+		TPE__PROBE5(task__end, ts->pool, ts->attr->name_prefix, hook_fn,
+		    hook_arg, (int64_t)tpe__tick_to_ns(tpe__tick_now() - started));
 	if (hooks && a->after != NULL) {
 		a->after(ts->pool, hook_fn, hook_arg, a->task_hook_ctx);
 		if (tpe__forked_since(gen))

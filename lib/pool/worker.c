@@ -25,6 +25,7 @@
 #include "base/fork.h"
 #include "base/sync.h"
 #include "pool/worker.h"
+#include "base/probe.h"
 
 static void
 list_insert(struct tpe__worker **head, struct tpe__worker *w)
@@ -93,6 +94,7 @@ worker_main(void *arg)
 	tpe__thread_set_name(name);
 	tpe__tls_worker_pool = pool;
 	tpe__metrics_tls_worker = w->mw; /* the engines' (metrics.h) */
+	TPE__PROBE3(thread__start, pool, a->name_prefix, w->id);
 	if (a->on_start != NULL) {
 		a->on_start(pool, a->thread_hook_ctx);
 		if (forked(gen))
@@ -115,6 +117,7 @@ worker_main(void *arg)
 	}
 	tpe__tls_worker_pool = NULL;
 	tpe__metrics_tls_worker = NULL;
+	TPE__PROBE3(thread__exit, pool, a->name_prefix, w->id);
 
 	tpe__mutex_lock(&pool->lock);
 	if (pool->metrics != NULL) {

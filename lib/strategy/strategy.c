@@ -11,6 +11,7 @@
 #include "base/atomic.h"
 #include "base/cpu.h"
 #include "base/invocation.h"
+#include "base/probe.h"
 #include "base/sized.h"
 #include "strategy/strategy.h"
 
@@ -374,6 +375,7 @@ consume(struct tpe_strategy *s, tpe_fn fn, void *arg,
 		break;
 	}
 	count(&s->epc, 1);
+	TPE__PROBE2(strategy__handover, s, s->pool);
 	fn(arg);
 	tpe__mutex_lock(&s->lock);
 	if (s->state == TPE__S_IDLE && s->gen == gen) {
