@@ -45,7 +45,7 @@ tpe__die(const char *file, int line, const char *func, const char *fmt, ...)
 #ifdef TPE_DEBUG
 /* The owner tag of the calling thread: its address is unique among the
  * threads alive. */
-static __thread char self_tag;
+static TPE__TLS char self_tag;
 
 static void
 set_owner(struct tpe__mutex *m, void *owner)
@@ -59,7 +59,7 @@ set_owner(struct tpe__mutex *m, void *owner)
  * The ranks this thread holds, counted per rank (a thread holds a few
  * locks at most, and several of one rank only as fork's prepare does).
  */
-static __thread unsigned short held_ranks[TPE__RANK_COUNT];
+static TPE__TLS unsigned short held_ranks[TPE__RANK_COUNT];
 
 static const char *const rank_names[TPE__RANK_COUNT] = {
 	"NONE", "FORK", "POOL", "SLOT", "FUTURE", "STRATEGY", "COOP",

@@ -24,7 +24,7 @@
 TPE__TLS tpe_t *tpe__tls_worker_pool;
 
 static int
-load_state(const tpe_t *pool)
+state_acquire(const tpe_t *pool)
 {
 	/* Pairs with set_state_locked(). */
 	return __atomic_load_n(&pool->state, __ATOMIC_ACQUIRE);
@@ -37,7 +37,7 @@ set_state_locked(tpe_t *pool, int state)
 	/* Monotonic (pool.h); a fork child re-marks a terminated pool. */
 	TPE__ASSERT(state > pool->state || state == TPE__TERMINATED);
 	/* seq_cst: pairs with the lock-free offer's load of state after its
-	 * push (pool.h); release for load_state() readers. */
+	 * push (pool.h); release for state_acquire() readers. */
 	__atomic_store_n(&pool->state, state, __ATOMIC_SEQ_CST);
 }
 
@@ -145,7 +145,7 @@ enter_scheduled(tpe_t *pool, tpe_fn fn, void *arg)
 
 	/* A shut-down pool whose engine does not admit them (the stacks
 	 * engine's workers close their stacks once drained): ENOTSUP. */
-	if (rc == ECANCELED && load_state(pool) == TPE__SHUTDOWN)
+	if (rc == ECANCELED && state_acquire(pool) == TPE__SHUTDOWN)
 		return ENOTSUP;
 	return rc;
 }
@@ -315,7 +315,7 @@ tpe_try_execute(tpe_t *pool, tpe_fn fn, void *arg)
 {
 	if (pool == NULL || fn == NULL)
 		return EINVAL;
-	if (load_state(pool) != TPE__RUNNING)
+	if (state_acquire(pool) != TPE__RUNNING)
 		return refused(pool, fn, arg, ECANCELED);
 	/* A paused pool starts no task (tpe_pause(3)): refused, and no
 	 * reserved thread is asked for. The claimer re-checks after its
@@ -344,7 +344,7 @@ submit_future(tpe_t *pool, tpe_call_fn fn, void *arg, bool wait,
 		return EINVAL;
 	/* Refused for shutdown before anything is allocated: a shut-down
 	 * pool says ECANCELED even when memory is short. */
-	if (load_state(pool) != TPE__RUNNING)
+	if (state_acquire(pool) != TPE__RUNNING)
 		return refused(pool, NULL, arg, ECANCELED);
 	rc = tpe__future_create(&f, fn, arg);
 	if (rc != 0)
@@ -376,7 +376,7 @@ tpe_execute_wait(tpe_t *pool, tpe_fn fn, void *arg, int64_t timeout_ns)
 		return EINVAL;
 	/* Where the pool's state says no before anything is allocated, as
 	 * tpe_execute's own check. */
-	if (load_state(pool) != TPE__RUNNING)
+	if (state_acquire(pool) != TPE__RUNNING)
 		return refused(pool, fn, arg, ECANCELED);
 	return refused(pool, fn, arg,
 	    pool->engine->ops->submit_wait(pool->engine, fn, arg, NULL,
@@ -542,7 +542,7 @@ tpe_await_termination(tpe_t *pool, int64_t timeout_ns)
 	if (pool == NULL)
 		return EINVAL;
 	if (timeout_ns != 0 && waits_on_itself(pool) &&
-	    load_state(pool) != TPE__TERMINATED)
+	    state_acquire(pool) != TPE__TERMINATED)
 		return EDEADLK;
 	deadline = tpe__deadline(timeout_ns);
 	tpe__mutex_lock(&pool->lock);
@@ -586,13 +586,13 @@ tpe_destroy(tpe_t *pool)
 bool
 tpe_is_shutdown(const tpe_t *pool)
 {
-	return pool != NULL && load_state(pool) >= TPE__SHUTDOWN;
+	return pool != NULL && state_acquire(pool) >= TPE__SHUTDOWN;
 }
 
 bool
 tpe_is_terminated(const tpe_t *pool)
 {
-	return pool != NULL && load_state(pool) == TPE__TERMINATED;
+	return pool != NULL && state_acquire(pool) == TPE__TERMINATED;
 }
 
 /*

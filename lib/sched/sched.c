@@ -77,7 +77,7 @@
 #define NOT_IN_HEAP SIZE_MAX
 #define RETRY_NS INT64_C(1000000) /* a refused due task is offered again */
 /* h->s after a shutdown found no scheduler: none is made any more. */
-#define CLOSED (&closed_sched)
+#define SCHED_CLOSED (&closed_sched)
 
 struct sched_task {
 	struct tpe_future f;   /* first: freed with the future (future.h) */
@@ -637,7 +637,7 @@ get_sched(struct tpe__sched_hook *h, struct tpe__sched **sp)
 
 	/* Pairs with the release CAS below and close_hook's. */
 	s = __atomic_load_n(&h->s, __ATOMIC_ACQUIRE);
-	if (s == CLOSED)
+	if (s == SCHED_CLOSED)
 		return ECANCELED;
 	if (s != NULL) {
 		*sp = s;
@@ -663,7 +663,7 @@ get_sched(struct tpe__sched_hook *h, struct tpe__sched **sp)
 	    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
 		stop_thread(s);
 		sched_free(s);
-		if (expected == CLOSED)
+		if (expected == SCHED_CLOSED)
 			return ECANCELED; /* a shutdown came first */
 		s = expected;
 	}
@@ -796,14 +796,14 @@ hook_sched(const struct tpe__sched_hook *h)
 	/* Pairs with get_sched's CAS. */
 	struct tpe__sched *s = __atomic_load_n(&h->s, __ATOMIC_ACQUIRE);
 
-	if (s == CLOSED || (s != NULL && tpe__forked_since(s->fork_gen)))
+	if (s == SCHED_CLOSED || (s != NULL && tpe__forked_since(s->fork_gen)))
 		return NULL;
 	return s;
 }
 
 /*
  * The scheduler a shutdown hook acts on. With none yet, the hook is closed
- * instead (h->s = CLOSED), so that none is made after it: the CAS on h->s
+ * instead (h->s = SCHED_CLOSED), so that none is made after it: the CAS on h->s
  * orders every first schedule against the shutdown, which is what makes
  * "a schedule that returned 0 before tpe_shutdown is seen by its hook"
  * true (a scheduler published after the hook looked would never learn of
@@ -815,7 +815,7 @@ close_hook(struct tpe__sched_hook *h)
 	struct tpe__sched *expected = NULL;
 
 	/* Pairs with get_sched's load and CAS. */
-	if (__atomic_compare_exchange_n(&h->s, &expected, CLOSED, false,
+	if (__atomic_compare_exchange_n(&h->s, &expected, SCHED_CLOSED, false,
 	    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		return NULL;
 	return hook_sched(h);
@@ -824,7 +824,7 @@ close_hook(struct tpe__sched_hook *h)
 /* Moves up to max records that must not stay (keep() false) out of the
  * heap into out; S held. Rebuilds the heap. Returns how many. */
 static size_t
-take_locked(struct tpe__sched *s, bool (*keep)(struct tpe__sched *,
+take_leaving_locked(struct tpe__sched *s, bool (*keep)(struct tpe__sched *,
     struct sched_task *, int64_t), struct sched_task **out, size_t max)
 {
 	size_t i, k = 0, m = 0;
@@ -917,7 +917,7 @@ take_and_finish_locked(struct tpe__sched *s, bool (*keep)(
 			out = chunk;
 			max = TAKE_CHUNK;
 		}
-		m = take_locked(s, keep, out, max);
+		m = take_leaving_locked(s, keep, out, max);
 		tpe__mutex_unlock(&s->lock);
 		ok = finish_all(out, m, cb, ctx);
 		if (out != chunk)
@@ -1056,7 +1056,7 @@ tpe__sched_destroy(struct tpe__sched_hook *h)
 	size_t i;
 
 	h->s = NULL;
-	if (s == NULL || s == CLOSED)
+	if (s == NULL || s == SCHED_CLOSED)
 		return;
 	if (tpe__forked_since(s->fork_gen)) {
 		/* The child: the timer thread is not here, the locks may be

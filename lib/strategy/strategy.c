@@ -76,7 +76,7 @@ struct start {
 	struct start *outer;
 };
 
-static __thread struct start *tls_start; /* T: this thread's starts */
+static TPE__TLS struct start *tls_start; /* T: this thread's starts */
 
 static void try_produce(struct tpe_strategy *s, int from);
 
