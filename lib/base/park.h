@@ -113,7 +113,7 @@ struct tpe__park {
 	unsigned seq;          /* A: bumped by each wake (the futex word) */
 #ifndef TPE__PARK_FUTEX
 	struct tpe__mutex lock; /* guards the sleep on cond */
-	pthread_cond_t cond;   /* sleepers wait here, with p->lock */
+	pthread_cond_t cond;   /* W: sleepers wait here, with p->lock */
 #endif
 };
 

@@ -213,7 +213,7 @@ struct worker {
 	size_t id;                   /* I */
 	pthread_t thread;            /* I */
 	struct tpe__mutex lock;
-	pthread_cond_t cond;
+	pthread_cond_t cond;         /* W: the worker parks here, w->lock */
 	struct slot *head, *tail;    /* O: the tasklets it calls, in order */
 	struct slot *in_head, *in_tail; /* w->lock: the inbox, appended in order */
 	size_t load;                 /* A (written under w->lock): list + inbox */
@@ -239,7 +239,7 @@ struct dedicated {
 
 struct tpe_coop {
 	struct tpe__mutex lock;
-	pthread_cond_t cond;         /* blocking threads ending (destroy) */
+	pthread_cond_t cond;         /* W: blocking threads ending (destroy) */
 	size_t n;                    /* I: workers */
 	struct worker *workers;      /* I */
 	int64_t max_park_ns;         /* I */
@@ -261,7 +261,7 @@ struct tpe_coop {
 struct tpe_job {
 	tpe_coop_t *coop;            /* I (not read after completion) */
 	struct tpe__mutex lock;
-	pthread_cond_t cond;         /* done, and the gate */
+	pthread_cond_t cond;         /* W: done, and the gate */
 	size_t n;                    /* I */
 	size_t remaining;            /* A: slots not yet ended */
 	int error;                   /* A: 0, or the first errno (CAS once) */

@@ -51,7 +51,7 @@ struct tpe__future_sched {
 
 struct tpe_future {
 	struct tpe__mutex lock;
-	pthread_cond_t cond;
+	pthread_cond_t cond; /* W: tpe_future_get waits here, with f->lock */
 	int state;        /* L: f->lock for writes; A: read by is_done */
 	void *result;     /* L: written once, before state = DONE */
 	tpe_call_fn fn;   /* I */

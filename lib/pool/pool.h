@@ -109,8 +109,8 @@ struct tpe {
 	size_t active;             /* L: counted by worker.c (a first task)
 				    * and the locked engine */
 	uint64_t completed;        /* L: the locked engine's */
-	pthread_cond_t idle_cond;  /* tpe_wait_idle waiters */
-	pthread_cond_t term_cond;  /* tpe_await_termination waiters */
+	pthread_cond_t idle_cond;  /* W: tpe_wait_idle waiters, with L */
+	pthread_cond_t term_cond;  /* W: tpe_await_termination waiters, L */
 
 	size_t max;                /* L */
 	int64_t keep_alive_ns;     /* L */

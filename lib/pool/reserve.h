@@ -65,7 +65,7 @@ struct tpe__reserve_slot {
 	int state;                /* A: EMPTY, WAITING, TAKEN (above) */
 	struct tpe__task *item;   /* slot->lock; set by the claimer */
 	struct tpe__mutex lock;
-	pthread_cond_t cond;      /* the owner waits here (monotonic) */
+	pthread_cond_t cond;      /* W: the owner waits here (monotonic) */
 } __attribute__((aligned(TPE__CACHE_LINE)));
 
 struct tpe__reserve {

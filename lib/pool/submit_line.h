@@ -19,7 +19,7 @@
 
 struct tpe__submit_waiter {
 	struct tpe__submit_waiter *next; /* L: the next younger waiter */
-	pthread_cond_t cond;             /* signalled under L; its thread
+	pthread_cond_t cond;             /* W: signalled under L; its thread
 					  * waits on it with L */
 	bool worker;                     /* I: the thread is a worker of
 					  * the pool (EDEADLK) */

@@ -149,7 +149,7 @@ user_arg(const struct tpe__task *t)
 
 /* tpe__task_hand_back; with `keep`, the node is left to the caller
  * (tpe__task_run_keep). */
-static bool
+static tpe__not_forked
 hand_back(const struct tpe__tasks *ts, struct tpe__task *t, tpe_handback_fn cb, void *ctx,
     bool keep)
 {
@@ -172,21 +172,21 @@ hand_back(const struct tpe__tasks *ts, struct tpe__task *t, tpe_handback_fn cb, 
 	return true;
 }
 
-bool
+tpe__not_forked
 tpe__task_hand_back(const struct tpe__tasks *ts, struct tpe__task *t, tpe_handback_fn cb,
     void *ctx)
 {
 	return hand_back(ts, t, cb, ctx, false);
 }
 
-bool
+tpe__not_forked
 tpe__task_discard(const struct tpe__tasks *ts, struct tpe__task *t)
 {
 	return tpe__task_hand_back(ts, t, ts->attr->discard,
 	    ts->attr->discard_ctx);
 }
 
-bool
+tpe__not_forked
 tpe__task_hand_back_list(const struct tpe__tasks *ts, struct tpe__task_list *l,
     tpe_handback_fn cb, void *ctx)
 {
@@ -264,7 +264,7 @@ probe_started(const struct tpe__tasks *ts, const struct tpe__task *t,
 }
 
 /* tpe__task_run; with `keep`, the node is left to the caller. */
-static bool
+static tpe__not_forked
 run(const struct tpe__tasks *ts, struct tpe__task *t, bool keep)
 {
 	const struct tpe_attr *a = ts->attr;
@@ -324,13 +324,13 @@ run(const struct tpe__tasks *ts, struct tpe__task *t, bool keep)
 	return true;
 }
 
-bool
+tpe__not_forked
 tpe__task_run(const struct tpe__tasks *ts, struct tpe__task *t)
 {
 	return run(ts, t, false);
 }
 
-bool
+tpe__not_forked
 tpe__task_run_keep(const struct tpe__tasks *ts, struct tpe__task *t)
 {
 	return run(ts, t, true);

@@ -65,12 +65,19 @@ struct tpe__task *tpe__task_new(const struct tpe__tasks *ts, tpe_fn fn, void *ar
 void tpe__task_free(const struct tpe__tasks *ts, struct tpe__task *t);
 
 /*
+ * What a call that runs user code (a task, a hook, a discard callback)
+ * returns: true, carry on; false, the process forked inside that code and
+ * this is the child, which must touch nothing of the pool (tpe(7), "Fork").
+ */
+typedef bool tpe__not_forked;
+
+/*
  * Runs an accepted task on a worker with the task hooks; a future that was
  * cancelled in the queue does not run and goes to the discard callback.
  * Ends the node. Returns false when the process forked inside user code
  * and this is the child: the caller must then touch nothing of the pool.
  */
-bool tpe__task_run(const struct tpe__tasks *ts, struct tpe__task *t);
+tpe__not_forked tpe__task_run(const struct tpe__tasks *ts, struct tpe__task *t);
 
 /*
  * The node whose user code (hooks, task) this thread runs now, or NULL;
@@ -93,7 +100,8 @@ void tpe__task_atfork_child(void);
  * tpe__task_end_chain: one atomic operation per chunk of nodes
  * (node_cache.c), not per task.
  */
-bool tpe__task_run_keep(const struct tpe__tasks *ts, struct tpe__task *t);
+tpe__not_forked tpe__task_run_keep(const struct tpe__tasks *ts,
+    struct tpe__task *t);
 /*
  * A worker that runs one task at a time (the locked engine) keeps its
  * spent nodes (tpe__task_run_keep's) and ends them KEPT_MAX (32) at a time
@@ -119,14 +127,15 @@ void tpe__task_run_inline(const struct tpe__tasks *ts, struct tpe__task *t);
  * cancelled, `cb` (if not NULL) gets it, the node ends. false: forked in
  * `cb`, this is the child (see tpe__task_run).
  */
-bool tpe__task_hand_back(const struct tpe__tasks *ts, struct tpe__task *t, tpe_handback_fn cb,
-    void *ctx);
+tpe__not_forked tpe__task_hand_back(const struct tpe__tasks *ts,
+    struct tpe__task *t, tpe_handback_fn cb, void *ctx);
 /* The same through the pool's discard callback. */
-bool tpe__task_discard(const struct tpe__tasks *ts, struct tpe__task *t);
+tpe__not_forked tpe__task_discard(const struct tpe__tasks *ts,
+    struct tpe__task *t);
 /* Hands back every node of l, marking this thread as one that termination
  * waits for; false (the rest not handed back) after a fork in `cb`. */
-bool tpe__task_hand_back_list(const struct tpe__tasks *ts, struct tpe__task_list *l,
-    tpe_handback_fn cb, void *ctx);
+tpe__not_forked tpe__task_hand_back_list(const struct tpe__tasks *ts,
+    struct tpe__task_list *l, tpe_handback_fn cb, void *ctx);
 
 /*
  * Gives a rejected task to a custom rejection handler as a pair fn(arg): a

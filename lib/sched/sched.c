@@ -95,8 +95,8 @@ struct sched_task {
 struct tpe__sched {
 	struct tpe__future_sched fops; /* I: its records' f.sched */
 	struct tpe__mutex lock;
-	pthread_cond_t timer_cond;   /* the timer thread waits here */
-	pthread_cond_t idle_cond;    /* the shutdown hooks wait for !busy */
+	pthread_cond_t timer_cond;   /* W: the timer thread waits here */
+	pthread_cond_t idle_cond;    /* W: shutdown hooks wait for !busy */
 	struct sched_task **heap;    /* S */
 	size_t n, cap;               /* S */
 	uint64_t next_seq;           /* S */
