@@ -56,6 +56,20 @@ else
 	not_ok "no tpeConfig.cmake / tpeConfigVersion.cmake under $libdir/cmake/tpe"
 fi
 
+# The probes of the installed library (tpe(7), "Tracing"), where configure
+# found <sys/sdt.h> (.ci/run installs systemtap-sdt-dev).
+if grep -q '^#define HAVE_SYS_SDT_H 1' "$dir/lib/config.h"; then
+	n=$(readelf -n "$libdir/libtpe.so.0" 2>/dev/null |
+		grep -c 'Provider: tpe')
+	if ((n >= 10)); then
+		ok "readelf -n lists $n USDT probes in the installed libtpe.so.0"
+	else
+		not_ok "readelf -n lists $n USDT probes in the installed libtpe.so.0"
+	fi
+else
+	echo "no <sys/sdt.h>: no probes built in (not counted)"
+fi
+
 consumers=$PWD/tests/consumers
 # No LD_LIBRARY_PATH: CMake and Meson record the prefix's library
 # directory in the binaries of their build trees (doc/porting.md says so).
