@@ -346,6 +346,7 @@ struct waiter {
 	int *ran;
 	int ran_when_back;   /* jobs counted when thpool_wait returned */
 	int back;            /* atomic */
+	long tid;            /* atomic: the waiter's, before it waits */
 };
 
 static void *
@@ -353,6 +354,7 @@ waiter_main(void *arg)
 {
 	struct waiter *w = arg;
 
+	__atomic_store_n(&w->tid, (long)syscall(SYS_gettid), __ATOMIC_SEQ_CST);
 	thpool_wait(w->tp);
 	w->ran_when_back = tu_load(w->ran);
 	__atomic_store_n(&w->back, 1, __ATOMIC_SEQ_CST);
@@ -377,10 +379,18 @@ test_thpool_wait_running_and_queued(void **state)
 	for (i = 0; i < 10; i++)
 		assert_int_equal(thpool_add_work(tp, tu_count_fn, &ran), 0);
 	for (i = 0; i < 2; i++) {
-		w[i] = (struct waiter){ tp, &ran, -1, 0 };
+		w[i] = (struct waiter){ tp, &ran, -1, 0, 0 };
 		assert_int_equal(pthread_create(&t[i], NULL, waiter_main,
 		    &w[i]), 0);
 	}
+	/* Both waiters are asleep in thpool_wait (the only place they can
+	 * sleep before they are back) before the jobs may go on: a wait that
+	 * returned at once would be back, with none of the jobs run. */
+	for (i = 0; i < 2; i++)
+		assert_true(TU_EVENTUALLY(__atomic_load_n(&w[i].back,
+		    __ATOMIC_SEQ_CST) != 0 || (__atomic_load_n(&w[i].tid,
+		    __ATOMIC_SEQ_CST) != 0 && tu_thread_state(__atomic_load_n(
+		    &w[i].tid, __ATOMIC_SEQ_CST)) == 'S'), TU_WAIT_BOUND));
 	/* Both threads are held and ten jobs queued: not idle. */
 	assert_int_equal(tu_load(&ran), 0);
 	assert_int_equal(__atomic_load_n(&w[0].back, __ATOMIC_SEQ_CST), 0);
