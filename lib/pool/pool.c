@@ -150,8 +150,7 @@ enter_scheduled(tpe_t *pool, tpe_fn fn, void *arg)
 	return rc;
 }
 
-/* The scheduler owes nothing any more, or a due task left its timer
- * (sched.h's settle). */
+/* The scheduler owes nothing any more (sched.h's settle). */
 static void
 settle_scheduled(tpe_t *pool)
 {
@@ -159,6 +158,17 @@ settle_scheduled(tpe_t *pool)
 	if (pool->idle_waiters > 0)
 		tpe__cond_broadcast(&pool->idle_cond);
 	unlock_and_terminate(pool);
+}
+
+/* A due task left the scheduler's timer (sched.h's look_again): the idle
+ * waiters look again; the pool's state is left alone. */
+static void
+look_again_scheduled(tpe_t *pool)
+{
+	tpe__mutex_lock(&pool->lock);
+	if (pool->idle_waiters > 0)
+		tpe__cond_broadcast(&pool->idle_cond);
+	tpe__mutex_unlock(&pool->lock);
 }
 
 /* In the child of fork(), with pool->lock held by this thread (copied from
@@ -234,6 +244,7 @@ tpe_create(tpe_t **poolp, const tpe_attr_t *attr)
 	pool->sched_hook.pool = pool;
 	pool->sched_hook.enter = enter_scheduled;
 	pool->sched_hook.settle = settle_scheduled;
+	pool->sched_hook.look_again = look_again_scheduled;
 	pool->sched_hook.discard = pool->attr.discard;
 	pool->sched_hook.discard_ctx = pool->attr.discard_ctx;
 	pool->sched_hook.flags = pool->attr.sched_flags;

@@ -273,8 +273,10 @@ unlock_settle(struct tpe__sched *s, bool left)
 	bool ended = owes_locked(s);
 
 	tpe__mutex_unlock(&s->lock);
-	if (ended || left)
+	if (ended)
 		s->h->settle(s->h->pool);
+	else if (left)
+		s->h->look_again(s->h->pool);
 }
 
 /* The scheduler's clock: CLOCK_MONOTONIC, or the tests' (sched.h). */
@@ -490,10 +492,6 @@ hand_back_busy_locked(struct tpe__sched *s, struct sched_task *r)
 	tpe__mutex_lock(&s->lock);
 	s->busy = false;
 	tpe__cond_broadcast(&s->idle_cond);
-	/* It may have been due: the pool's idle waiters look again. */
-	tpe__mutex_unlock(&s->lock);
-	s->h->settle(s->h->pool);
-	tpe__mutex_lock(&s->lock);
 	return true;
 }
 
@@ -516,6 +514,27 @@ timer_hook_locked(struct tpe__sched *s, bool holding)
  * pool; before and after tpe_shutdown alike (Design notes), until
  * tpe_shutdown_now's stop or tpe__sched_destroy's quit.
  */
+/*
+ * The timer let go of the record it held (in the pool, or back in the
+ * heap): not busy any more, so the shutdown hooks waiting for that go on,
+ * and the pool's idle waiters look again (tpe__sched_due). Only once the
+ * record is where it stays: a hook that saw busy false while the record
+ * was in neither place would miss it (a refused one pushed back into the
+ * heap after tpe_shutdown_now's hook had emptied it stayed there, counted
+ * in the terminated pool's queued; tests/chaos found it). S held, dropped
+ * around the pool's call, held again on return.
+ */
+static void
+not_busy_look_again_locked(struct tpe__sched *s)
+{
+	TPE__ASSERT_HELD(&s->lock);
+	s->busy = false;
+	tpe__cond_broadcast(&s->idle_cond);
+	tpe__mutex_unlock(&s->lock);
+	s->h->look_again(s->h->pool);
+	tpe__mutex_lock(&s->lock);
+}
+
 static void *
 timer_main(void *arg)
 {
@@ -568,15 +587,9 @@ timer_main(void *arg)
 		/* Never the rejection policy, never blocking (sched.h). */
 		rc = s->h->enter(s->h->pool, run_task, r);
 		tpe__mutex_lock(&s->lock);
-		s->busy = false;
-		tpe__cond_broadcast(&s->idle_cond);
-		/* The pool's idle waiters look again (tpe__sched_due): it is
-		 * in the pool now, or back in the heap. */
-		tpe__mutex_unlock(&s->lock);
-		s->h->settle(s->h->pool);
-		tpe__mutex_lock(&s->lock);
 		if (rc == 0) {
 			retry_until = 0;
+			not_busy_look_again_locked(s);
 			continue;
 		}
 		if (rc == ENOTSUP || (rc == ENOMEM && s->shutdown)) {
@@ -599,6 +612,7 @@ timer_main(void *arg)
 		TPE__ASSERT(s->n < s->cap);
 		heap_push_locked(s, r);
 		retry_until = add_sat(sched_now(), RETRY_NS);
+		not_busy_look_again_locked(s);
 	}
 	tpe__mutex_unlock(&s->lock);
 	return NULL;

@@ -38,11 +38,15 @@ struct tpe__sched_hook {
 	 * ENOTSUP (shut down, and its engine takes nothing more: the stacks
 	 * engine's workers close once drained): the caller keeps the task. */
 	int (*enter)(tpe_t *pool, tpe_fn fn, void *arg);
-	/* I: called with no lock held when `owes` went false, or when a
-	 * task that may have been due left the timer (entered the pool,
-	 * went back, was removed): the pool may terminate now, and its idle
-	 * waiters look again (each checks under its lock). */
+	/* I: called with no lock held when `owes` went false: the pool may
+	 * terminate now, and its idle waiters look again. */
 	void (*settle)(tpe_t *pool);
+	/* I: called with no lock held when a task that may have been due
+	 * left the timer (entered the pool, went back, was removed): the
+	 * pool's idle waiters look again (each checks under its lock). It
+	 * never ends the pool: the timer calls it while tpe_shutdown_now may
+	 * be between its stop and its drain. */
+	void (*look_again)(tpe_t *pool);
 	tpe_handback_fn discard;  /* I: the pool's discard callback */
 	void *discard_ctx;        /* I */
 	unsigned flags;           /* I: TPE_SCHED_* */
