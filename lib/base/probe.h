@@ -80,11 +80,15 @@ TPE__PROBE_SEMAPHORE(strategy__handover);
 
 #else /* !TPE__HAVE_PROBES */
 
+/* The arguments are named, never evaluated (sizeof), so that what only
+ * a probe reads raises no "unused" warning. */
 #define TPE__PROBE_ENABLED(name) 0
-#define TPE__PROBE2(name, a, b) ((void)0)
-#define TPE__PROBE3(name, a, b, c) ((void)0)
-#define TPE__PROBE4(name, a, b, c, d) ((void)0)
-#define TPE__PROBE5(name, a, b, c, d, e) ((void)0)
+#define TPE__PROBE2(name, a, b) ((void)sizeof(a), (void)sizeof(b))
+#define TPE__PROBE3(name, a, b, c) (TPE__PROBE2(name, a, b), (void)sizeof(c))
+#define TPE__PROBE4(name, a, b, c, d)                                      \
+	(TPE__PROBE3(name, a, b, c), (void)sizeof(d))
+#define TPE__PROBE5(name, a, b, c, d, e)                                   \
+	(TPE__PROBE4(name, a, b, c, d), (void)sizeof(e))
 
 #endif /* TPE__HAVE_PROBES */
 
