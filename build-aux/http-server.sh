@@ -18,6 +18,17 @@
 
 http_pid=
 
+# http_scale: sets scale (TPE_TEST_TIME_SCALE, a whole number from 1 to
+# 1000, else 1) and ticks (tenths of a second: 10 s times the scale).
+http_scale() {
+	scale=${TPE_TEST_TIME_SCALE:-1}
+	case $scale in
+	[1-9] | [1-9][0-9] | [1-9][0-9][0-9] | 1000) ;;
+	*) scale=1 ;;
+	esac
+	ticks=$((100 * scale))
+}
+
 http_tmp() {
 	http_dir=$(mktemp -d "${TMPDIR:-/tmp}/$1.XXXXXX") || exit 99
 	trap http_cleanup EXIT

@@ -26,12 +26,7 @@ modes="adaptive pc pec epc"
 checks="get pipeline keepalive close http10 malformed order load"
 . "$top_srcdir/build-aux/http-server.sh"
 
-scale=${TPE_TEST_TIME_SCALE:-1}
-case $scale in
-[1-9] | [1-9][0-9] | [1-9][0-9][0-9] | 1000) ;;
-*) scale=1 ;;
-esac
-ticks=$((100 * scale))	# tenths of a second: 10 s times the scale
+http_scale # scale, and ticks: tenths of a second, 10 s times the scale
 
 if test ! -x "$server" || test ! -x "$client"; then
 	echo "1..0 # SKIP $server or $client is not built"

@@ -22,12 +22,7 @@ client=$top_builddir/tests/http_client
 lib=$top_builddir/lib/.libs/libtpe.so.0
 . "$top_srcdir/build-aux/http-server.sh"
 
-scale=${TPE_TEST_TIME_SCALE:-1}
-case $scale in
-[1-9] | [1-9][0-9] | [1-9][0-9][0-9] | 1000) ;;
-*) scale=1 ;;
-esac
-ticks=$((100 * scale)) # tenths of a second: 10 s times the scale
+http_scale # scale, and ticks: tenths of a second, 10 s times the scale
 
 probes="task__submit task__start task__end task__reject thread__start
 thread__exit block__begin block__end sched__due strategy__handover"
