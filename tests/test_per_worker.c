@@ -1159,7 +1159,11 @@ handover_a(void *arg)
 }
 
 /* Blocks until the task submitted behind it, on the slot it handed
- * over, has run. */
+ * over, has run, or the test gave up on it (it posts c_ran then). The
+ * bound is a safety net only, well past the test's own wait: a B that
+ * ended its section first would take its slot back and run C itself, and
+ * the case would pass without the spare (it did, on a loaded machine,
+ * when both waits were EV_TIMEOUT). */
 static void
 handover_b(void *arg)
 {
@@ -1167,7 +1171,7 @@ handover_b(void *arg)
 	__atomic_store_n(&ho.begin_rc[1], tpe_blocking_begin(),
 	    __ATOMIC_SEQ_CST);
 	sem_post(&ho.b_began);
-	(void)tu_sem_wait_for(&ho.c_ran, EV_TIMEOUT);
+	(void)tu_sem_wait_for(&ho.c_ran, 4 * EV_TIMEOUT * tu_time_scale());
 	(void)tpe_blocking_end();
 }
 
@@ -1238,6 +1242,7 @@ test_per_worker_handover_wakes_waiting_spare(void **state)
 		tpe__stacks_handover_counts(p->engine, &spares, &unowned);
 		print_error("C did not run: %zu spares wait, %zu slots "
 		    "handed over and unowned\n", spares, unowned);
+		sem_post(&ho.c_ran); /* B ends its section */
 		fail();
 	}
 	assert_true(wait_handover_counts(p, 1)); /* B's thread, now */
