@@ -23,6 +23,7 @@ coop      tpe.h tpe/thpool.h base/ coop/ metrics/metrics.h       enforced
 ring      tpe.h tpe/thpool.h base/ ring/                         enforced
 sched     tpe.h base/ queue/node.h pool/future.h pool/state.h sched/ enforced
 compat    tpe.h tpe/thpool.h base/ compat/                       enforced
+compose   tpe.h base/ queue/node.h pool/future.h pool/task.h pool/pool.h compose/ enforced
 '
 # The one file that may call pthread_create: tpe__thread_create blocks the
 # asynchronous signals in every thread the library starts (tpe(7)).

@@ -617,6 +617,30 @@ struct tpe_coop_metrics {
 TPE_API int tpe_coop_get_metrics(const tpe_coop_t *coop,
     struct tpe_coop_metrics *metrics, size_t size);
 
+/* ---- task groups and the parallel loop (issue 36: "groups") ----------- */
+
+/*
+ * A task group (tpe_group_create(3)): tasks given to pools through it,
+ * waited for, cancelled and notified as one set. Opaque.
+ */
+typedef struct tpe_group tpe_group_t;
+/* Runs once when the group becomes empty (tpe_group_notify(3)). */
+typedef void (*tpe_group_notify_fn)(tpe_group_t *group, void *ctx);
+/* One iteration of tpe_parallel_for(3). */
+typedef void (*tpe_apply_fn)(size_t i, void *arg);
+
+TPE_API int tpe_group_create(tpe_group_t **group);
+TPE_API int tpe_group_destroy(tpe_group_t *group);
+TPE_API size_t tpe_group_size(const tpe_group_t *group);
+TPE_API int tpe_group_execute(tpe_group_t *group, tpe_t *pool, tpe_fn fn,
+    void *arg);
+TPE_API int tpe_group_wait(tpe_group_t *group, int64_t timeout_ns);
+TPE_API int tpe_group_cancel(tpe_group_t *group);
+TPE_API int tpe_group_notify(tpe_group_t *group, tpe_group_notify_fn fn,
+    void *ctx);
+TPE_API int tpe_parallel_for(tpe_t *pool, size_t n, tpe_apply_fn fn,
+    void *arg);
+
 #ifdef __cplusplus
 }
 #endif

@@ -82,9 +82,9 @@
  *
  * Memory: a chunk is allocated CHUNK_SLACK short of its size, so that the
  * allocator's own header of the next aligned block fits in the slack
- * and consecutive chunks pack at CHUNK_BYTES; CHUNK_NODES (407) nodes
- * of 40 bytes in 16 KiB is 40.3 bytes a node, and a thread that submitted
- * holds one chunk: 664 bytes until it has taken 16 nodes, then 16 KiB.
+ * and consecutive chunks pack at CHUNK_BYTES; CHUNK_NODES (339) nodes
+ * of 48 bytes in 16 KiB is 48.3 bytes a node, and a thread that submitted
+ * holds one chunk: 792 bytes until it has taken 16 nodes, then 16 KiB.
  */
 #include <pthread.h>
 #include <stdbool.h>

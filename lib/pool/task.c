@@ -24,7 +24,22 @@
  * Ownership of a future: a task node made by tpe_submit holds the pool's
  * reference to its future; whoever ends the node without handing that
  * reference on (to a custom rejection handler's pair) drops it.
+ *
+ * Sets (task.h, struct tpe__set). A node made while tpe__tls_task_set is
+ * set joins that set, and the TLS goes back to NULL: one node per setting.
+ * Every function here that ends a node that is in a set calls the set's
+ * `ended` exactly once for it, last: after the node ended and after the
+ * user's code for it (the task and its hooks, the discard callback, the
+ * rejection handler), so that whoever the set wakes sees all of it
+ * (tpe__task_free too: a node freed unaccepted, or taken out by
+ * tpe_remove, ended there). A node of a set is read (t->set) while it is
+ * still owned, before it ends: after that it may be another task's. A
+ * cancelled set's member is handed back instead of run, before its hooks,
+ * as a cancelled future is. An internal set's members reach no user
+ * callback: hand_back gives them to nobody, and a custom rejection handler
+ * is not offered one (the refusal frees it, which ends it).
  */
+#include <errno.h>
 #include <stdlib.h>
 
 #include "pool/future.h"
@@ -39,6 +54,21 @@
 
 TPE__TLS struct tpe__task *tpe__tls_running_node; /* task.h */
 TPE__TLS tpe_t *tpe__tls_hook_pool;                /* task.h */
+TPE__TLS struct tpe__set *tpe__tls_task_set;       /* task.h */
+
+/* The end of a member of s (NULL: none); false: forked in s's callback. */
+static tpe__not_forked
+set_ended(struct tpe__set *s)
+{
+	return s == NULL || s->ops->ended(s);
+}
+
+/* Whether a member of s (NULL: none) is to be handed back, not run. */
+static bool
+set_cancelled(const struct tpe__set *s)
+{
+	return s != NULL && s->ops->cancelled != NULL && s->ops->cancelled(s);
+}
 
 /* The spent nodes this thread keeps (tpe__task_keep), newest first; this
  * thread only. */
@@ -122,6 +152,10 @@ tpe__task_new(const struct tpe__tasks *ts, tpe_fn fn, void *arg, struct tpe_futu
 		t->fn = fn;
 		t->arg = arg;
 		t->owner = owner;
+		/* One node per setting (task.h); this thread's own. */
+		t->set = tpe__tls_task_set;
+		if (t->set != NULL)
+			tpe__tls_task_set = NULL;
 		if (f != NULL) {
 			t->u.future = f;
 			f->accepted_tick = now;
@@ -135,7 +169,11 @@ tpe__task_new(const struct tpe__tasks *ts, tpe_fn fn, void *arg, struct tpe_futu
 void
 tpe__task_free(const struct tpe__tasks *ts, struct tpe__task *t)
 {
+	struct tpe__set *s = t->set;
+
 	end(ts, t);
+	/* Nothing of the user's ran: no fork to look for. */
+	(void)set_ended(s);
 }
 
 /* The argument the user gave: the callable's for a tpe_submit task. */
@@ -154,6 +192,7 @@ hand_back(const struct tpe__tasks *ts, struct tpe__task *t, tpe_handback_fn cb, 
     bool keep)
 {
 	struct tpe_future *f = tpe__task_future(t);
+	struct tpe__set *s = t->set;
 	tpe_fn fn = f != NULL ? NULL : t->fn;
 	void *arg = user_arg(t);
 	unsigned gen = tpe__fork_gen();
@@ -162,6 +201,9 @@ hand_back(const struct tpe__tasks *ts, struct tpe__task *t, tpe_handback_fn cb, 
 		end(ts, t);
 	if (f != NULL)
 		tpe__future_cancel(f);
+	/* The library's own pair is nobody else's to see (Design notes). */
+	if (s != NULL && s->ops->internal)
+		cb = NULL;
 	if (cb != NULL) {
 		cb(fn, arg, ctx);
 		if (tpe__forked_since(gen))
@@ -169,7 +211,7 @@ hand_back(const struct tpe__tasks *ts, struct tpe__task *t, tpe_handback_fn cb, 
 	}
 	if (f != NULL)
 		tpe__future_unref(f);
-	return true;
+	return set_ended(s);
 }
 
 tpe__not_forked
@@ -209,14 +251,22 @@ void
 tpe__task_run_inline(const struct tpe__tasks *ts, struct tpe__task *t)
 {
 	struct tpe_future *f = tpe__task_future(t);
+	struct tpe__set *s = t->set;
 	tpe_fn fn = t->fn;
 	void *arg = t->arg;
+	unsigned gen = tpe__fork_gen();
 
+	if (set_cancelled(s)) {
+		(void)tpe__task_discard(ts, t);
+		return;
+	}
 	end(ts, t);
 	if (f == NULL)
 		fn(arg);
 	else if (tpe__future_run(f) != TPE__FORKED)
 		tpe__future_unref(f);
+	if (!tpe__forked_since(gen))
+		(void)set_ended(s);
 }
 
 /* A tpe_submit task that a custom rejection handler took, as fn(arg). */
@@ -234,16 +284,25 @@ tpe__task_offer_to_handler(const struct tpe__tasks *ts, struct tpe__task *t,
     tpe_reject_fn handler, void *ctx)
 {
 	struct tpe_future *f = tpe__task_future(t);
+	struct tpe__set *s = t->set;
+	unsigned gen = tpe__fork_gen();
 	int rc;
 
+	/* Not the user's pair: refused unasked (Design notes). */
+	if (s != NULL && s->ops->internal)
+		return EAGAIN;
 	if (f != NULL)
 		rc = handler(ts->pool, run_handed_future, f, ctx);
 	else
 		rc = handler(ts->pool, t->fn, t->arg, ctx);
 	/* Taken: the pair (and with it the pool's reference to f) is the
-	 * handler's now; refused: the node goes back to the caller. */
-	if (rc == 0)
+	 * handler's now, and the member of s ended; refused: the node goes
+	 * back to the caller. */
+	if (rc == 0) {
 		end(ts, t);
+		if (!tpe__forked_since(gen))
+			(void)set_ended(s);
+	}
 	return rc;
 }
 
@@ -269,6 +328,7 @@ run(const struct tpe__tasks *ts, struct tpe__task *t, bool keep)
 {
 	const struct tpe_attr *a = ts->attr;
 	struct tpe_future *f = tpe__task_future(t);
+	struct tpe__set *s = t->set;
 	tpe_fn fn = t->fn;
 	void *arg = user_arg(t);
 	tpe_fn hook_fn = fn;
@@ -288,6 +348,9 @@ run(const struct tpe__tasks *ts, struct tpe__task *t, bool keep)
 		 * completed; the discard callback gets it. */
 		return hand_back(ts, t, a->discard, a->discard_ctx, keep);
 	}
+	/* A cancelled set's member: the same, before the hooks too. */
+	if (set_cancelled(s))
+		return hand_back(ts, t, a->discard, a->discard_ctx, keep);
 	/* From here to the end of the user code: freed in the child of a
 	 * fork made in it (task.h). */
 	tpe__tls_running_node = t;
@@ -321,7 +384,7 @@ run(const struct tpe__tasks *ts, struct tpe__task *t, bool keep)
 		end(ts, t);
 	if (f != NULL)
 		tpe__future_unref(f);
-	return true;
+	return set_ended(s);
 }
 
 tpe__not_forked

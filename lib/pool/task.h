@@ -52,6 +52,49 @@ struct tpe__tasks {
 	bool (*wrap_begin)(void *arg, tpe_fn *fn, void **user_arg);
 };
 
+/*
+ * A set of tasks (a task group, compose/group.c; a parallel loop's
+ * helpers, compose/apply.c), reached from each member's node (node.h's
+ * `set`): what a task's life asks of it. A node joins a set when it is
+ * made (tpe__tls_task_set, below) and from then on ends exactly once, and
+ * each way it ends calls `ended` exactly once, after its last use of the
+ * node and of the user's callbacks for it: run on a worker (after the
+ * after-hook) or in the caller (CALLER_RUNS), handed back (shutdown-now,
+ * a discarding rejection, DISCARD_OLDEST's victim, purge), given to a
+ * custom rejection handler that took it, or freed unaccepted (a refusal)
+ * or by tpe_remove. So a submitter that finds its node made (the TLS
+ * consumed) and the submission refused need not undo anything: `ended`
+ * did.
+ */
+struct tpe__set;
+struct tpe__set_ops {
+	/* Whether a member about to run is to be handed back instead (to
+	 * the pool's discard callback, the node ending as handed back); NULL
+	 * for never. Any thread, no lock; called before the hooks. */
+	bool (*cancelled)(const struct tpe__set *s);
+	/* The member's end, once per node (above). May run the user's code
+	 * (a group's notify callback): false when it forked there and this
+	 * is the child (tpe__not_forked below). Any thread, no lock held. */
+	bool (*ended)(struct tpe__set *s);
+	/* The members are the library's own fn/arg pairs: a member handed
+	 * back reaches no user callback (discard, drained, a custom
+	 * rejection handler refuses it without being asked). */
+	bool internal;
+};
+struct tpe__set {
+	const struct tpe__set_ops *ops; /* I */
+};
+
+/*
+ * The set the next node this thread makes joins, or NULL: set right
+ * before a submission (tpe_execute) and consumed (back to NULL) by the
+ * node it makes, so that the call's one node, and no other node made
+ * later on this thread (a rejection handler that submits elsewhere),
+ * joins. Still set after the call: no node was made (refused first, or
+ * ENOMEM), and the submitter clears it. This thread only.
+ */
+extern TPE__TLS struct tpe__set *tpe__tls_task_set;
+
 /* The pool whose callback (hand-back, terminated hook) this thread runs
  * now, or NULL (tpe_await_termination's EDEADLK). */
 extern TPE__TLS tpe_t *tpe__tls_hook_pool;
