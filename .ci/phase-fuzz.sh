@@ -3,7 +3,7 @@
 # .ci/phase-fuzz.sh - the libFuzzer harness fuzz/fuzz_api.c: build it
 # (build-aux/build-fuzz.sh, clang with ASan + UBSan), run the committed
 # corpus fuzz/corpus/ as a regression test, then fuzz for a bounded time
-# (FUZZ_SECONDS, default 50: with the build, the phase stays
+# (FUZZ_SECONDS, default 30: with the build, the phase stays
 # within 90 s) from that corpus. A crash, a broken promise of
 # the model (abort), a leak or a timeout fails the phase; the input is
 # saved under _build-fuzz/ and printed here (hex and base64), so that it
@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.." || exit 1
 
 pass=0
 fail=0
-seconds=${FUZZ_SECONDS:-50}
+seconds=${FUZZ_SECONDS:-30}
 dir=_build-fuzz
 
 # Debian's clang package leaves libFuzzer's runtime to libclang-rt-dev.

@@ -9,7 +9,7 @@
 # compiler gets. examples/thpool_compat.c, which includes only "thpool.h",
 # is built with them and run, and so is C-Thread-Pool's own example.c when
 # it is installed (Debian: cthreadpool-dev; .ci/run installs it), or,
-# with TPE_REQUIRE_UPSTREAM_EXAMPLE=yes, fails when it is not (CI's debug
+# with TPE_REQUIRE_UPSTREAM_EXAMPLE=yes, fails when it is not (CI's asan+debug
 # phase sets it, so that this check cannot skip everywhere). TPE_CHECK_CC,
 # TPE_CHECK_CFLAGS and TPE_CHECK_LDFLAGS come from make check (with the
 # sanitizer flags, without which a sanitized libtpe cannot be linked).

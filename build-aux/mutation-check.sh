@@ -30,9 +30,9 @@
 # configured there with --enable-debug --disable-shared CFLAGS=-O2 (the
 # debug build's code without debug info; the tests link the library's
 # static convenience archive anyway) and the named programs built once.
-# The entries are then shared out alternately among LANES lanes (default:
-# the number of online CPUs), each in its own copy of that build, working
-# at the same time. For each mutation a lane changes the one file,
+# The entries are then taken one at a time by LANES lanes (default: the
+# number of online CPUs), each in its own copy of that build, working at
+# the same time, each taking the next entry when it is done with one. For each mutation a lane changes the one file,
 # recompiles the objects of the program whose dependency files (gcc -MD)
 # name it, with the compiler commands of the first build, re-creates the
 # library's archive with ar, links the program with the command of the
@@ -44,8 +44,9 @@
 # bound counts, and the line and the summary say so (such a case should
 # fail on an assertion about state where a state can be observed). With
 # -r, the count of runs that failed is the measure of a test (tries is
-# ignored). First, each lane runs each of its cases once unmutated (bound
-# 4 x SECONDS), and it must pass: a case that fails anyway kills nothing.
+# ignored). Before its first mutation of a case, a lane runs the case once
+# unmutated (bound 4 x SECONDS), and it must pass: a case that fails anyway
+# kills nothing.
 # A "from" that is not found exactly once, a mutated file that does not
 # compile or that the program is not built from, is an error: the list
 # must be brought up to date.
@@ -273,42 +274,55 @@ restore() {
 	: >"$1/objects"
 }
 
-# lane K: the entries K, K + lanes, K + 2 * lanes, ... of the list, in
-# $scratch/lane.K/src (a copy of the build), each result line printed and
-# kept in $scratch/lane.K/results.
+# verified DIR PROGRAM CASE: 0 when the case passes unmutated in the lane
+# DIR (run once a lane, the first time one of its entries needs it, bound
+# PRE_TIMEOUT; the verdict kept in DIR/verdicts), 1 when it fails (printed
+# once), or 2 when PROGRAM has no such case.
+verified() {
+	v=$(grep -F "$2@$3 " "$1/verdicts" 2>/dev/null | head -n 1)
+	if test -z "$v"; then
+		if ! run "$1/src" "$2" "$3" "$PRE_TIMEOUT"; then
+			echo "error: $2 $3 fails on the unmutated code:"
+			tail -n 20 "$1/src/run.log"
+			v="$2@$3 1"
+		elif case $3 in *'*'*) false ;; *) true ;; esac &&
+		    ! grep -q "^\[       OK \] $3\$" "$1/src/run.log"; then
+			echo "error: $2 has no case $3"
+			v="$2@$3 2"
+		else
+			v="$2@$3 0"
+		fi
+		echo "$v" >>"$1/verdicts"
+	fi
+	return "${v##* }"
+}
+
+# lane K: takes the next entry of the list nobody took yet (a claim is a
+# mkdir, which one lane alone wins), until none is left, in
+# $scratch/lane.K/src (a copy of the build): the lanes stay busy to the
+# end whatever each entry costs (a fixed share left one lane running
+# alone behind entries the time bound kills). Each result line is printed
+# and kept in $scratch/lane.K/results.
 lane() {
 	dir=$scratch/lane.$1
-	awk -v k="$1" -v n="$lanes" '(NR - 1) % n == k' "$scratch/list" \
-	    >"$dir/list"
 	: >"$dir/results"
-	bad=""
-	for pc in $(cut -f5,6 "$dir/list" | sort -u | tr '\t' '@'); do
-		prog=${pc%@*}
-		case_=${pc#*@}
-		if ! run "$dir/src" "$prog" "$case_" "$PRE_TIMEOUT"; then
-			echo "error: $prog $case_ fails on the unmutated code:"
-			tail -n 20 "$dir/src/run.log"
-			bad="$bad $pc"
-		elif case $case_ in *'*'*) false ;; *) true ;; esac &&
-		    ! grep -q "^\[       OK \] $case_\$" "$dir/src/run.log"; then
-			echo "error: $prog has no case $case_"
-			bad="$bad $pc"
-		fi
-	done
+	: >"$dir/verdicts"
+	nr=0
 	tab=$(printf '\t')
 	while IFS=$tab read -r id file from to prog case_ tries; do
+		nr=$((nr + 1))
+		mkdir "$scratch/claims/$nr" 2>/dev/null || continue
 		t0=$(date +%s)
 		src=$dir/src/$file
 		if ! test -f "$src"; then
 			echo "ERROR    $id: no file $file" | tee -a "$dir/results"
 			continue
 		fi
-		case " $bad " in
-		*" $prog@$case_ "*)
+		if ! verified "$dir" "$prog" "$case_"; then
 			echo "ERROR    $id: $prog $case_ does not pass unmutated" |
 			    tee -a "$dir/results"
-			continue ;;
-		esac
+			continue
+		fi
 		cp -p "$src" "$dir/orig"
 		FROM=$from TO=$to perl -0777 -e '
 			my $text = <STDIN>;
@@ -385,7 +399,7 @@ lane() {
 			    "(caught $caught of $i runs) [$secs s]" |
 			    tee -a "$dir/results"
 		fi
-	done <"$dir/list"
+	done <"$scratch/list"
 }
 
 k=0
@@ -398,6 +412,7 @@ while test $k -lt "$lanes"; do
 	fi
 	k=$((k + 1))
 done
+mkdir "$scratch/claims"
 k=0
 pids=""
 trap 'kill $pids 2>/dev/null; exit 130' INT TERM

@@ -6,7 +6,8 @@
  *
  * Environment: TPE_CHAOS_SEED (a seed to repeat a run; printed at the start
  * and at a failure), TPE_CHAOS_SECONDS (default 60), TPE_CHAOS_ROUNDS
- * (default: no limit), TPE_CHAOS_TASKS (tasks per round at most, default
+ * (default: no limit), TPE_CHAOS_KIND (every round on this queue kind, the
+ * number of its enum tpe_queue_kind; default: a random kind), TPE_CHAOS_TASKS (tasks per round at most, default
  * 4096), TPE_CHAOS_FAULTS (one round in this many injects malloc and
  * pthread_create failures, default 4; 0 never), TPE_CHAOS_VERBOSE.
  *
@@ -85,6 +86,7 @@
 
 #define TU_NO_CMOCKA /* a plain program, not a cmocka test */
 #include "helpers.h"
+#include "pool/pool.h" /* the timer's share of queued, at a failure */
 
 #define MAX_SUBMITTERS 4
 #define MAX_REPORTS 30
@@ -106,6 +108,8 @@ int __wrap_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
 /* One call in `fault_one_in` fails while armed (0: none), and one
  * pthread_create in fault_one_in / 16, which is called far less; atomics. */
 static unsigned fault_one_in;
+/* TPE_CHAOS_KIND, or -1: every round's queue kind drawn. */
+static int chaos_kind = -1;
 static uint64_t faults_malloc, faults_create;
 static __thread uint64_t fault_rs;
 
@@ -1167,6 +1171,8 @@ round_attr(struct round *r, uint64_t *rs)
 	int rc;
 
 	r->kind = tu_rnd(rs, 4);
+	if (chaos_kind >= 0)
+		r->kind = chaos_kind; /* TPE_CHAOS_KIND; the draw stays */
 	r->policy = tu_rnd(rs, 2);
 	r->rej = tu_rnd(rs, 5);
 	r->core = tu_rnd(rs, 4);
@@ -1404,8 +1410,9 @@ run_round(uint64_t *rs, unsigned max_tasks, unsigned fault_every)
 		CHECK(rc == 0 && st.pool_size == 0 && st.active == 0 &&
 		    st.idle == 0 && st.queued == 0 && st.reserved == 0,
 		    "terminated pool not empty: size %zu active %zu idle %zu "
-		    "queued %zu reserved %zu", st.pool_size, st.active,
-		    st.idle, st.queued, st.reserved);
+		    "queued %zu (of them in the timer %zu) reserved %zu",
+		    st.pool_size, st.active, st.idle, st.queued,
+		    tpe__sched_pending(&r->pool->sched_hook), st.reserved);
 		CHECK(st.completed <= st.submitted, "end: completed %" PRIu64
 		    " > submitted %" PRIu64, st.completed, st.submitted);
 		CHECK(st.submitted >= r->before, "end: submitted %" PRIu64
@@ -1616,6 +1623,8 @@ main(int argc, char **argv)
 	    (uint64_t)tu_now_ns() ^ ((uint64_t)getpid() << 32);
 	if (tasks < MAX_SUBMITTERS)
 		tasks = MAX_SUBMITTERS;
+	if (getenv("TPE_CHAOS_KIND") != NULL)
+		chaos_kind = (int)(env_ul("TPE_CHAOS_KIND", 0) % 4);
 	signal(SIGALRM, on_alarm);
 	/* Each round counts threads from here on. */
 	(void)tu_thread_baseline(__real_pthread_create);
