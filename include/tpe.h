@@ -397,6 +397,64 @@ TPE_API void tpe_future_release(tpe_future_t *future);
  */
 TPE_API int tpe_future_get_delay(const tpe_future_t *future, int64_t *delay_ns);
 
+/* ---- failure, continuations, invoke-all/any, completion queues -------- */
+
+/*
+ * Failure (tpe_task_fail(3)): a callable whose task completes a future
+ * (tpe_submit, a one-shot tpe_schedule*, the calls below) calls
+ * tpe_task_fail(error), error > 0, to complete it failed: tpe_future_get
+ * then returns EIO (and *result what the callable returned), and
+ * tpe_future_error returns error. tpe_task_fail: 0; EINVAL error <= 0 or
+ * no callable running on this thread. tpe_future_error: the task's error,
+ * 0 while the future is not completed failed.
+ */
+TPE_API int tpe_task_fail(int error);
+TPE_API int tpe_future_error(const tpe_future_t *future);
+
+/*
+ * A continuation (tpe_future_then(3)): fn(future, ctx) runs exactly once
+ * when future completes (ran, failed or cancelled), and owns one reference
+ * to it, which it releases with tpe_future_release. pool NULL: at once on
+ * the calling thread when future is already done, else on the thread that
+ * completes it; a pool: as a task there (refused or handed back: on the
+ * thread that saw it refused or handed back). 0; EINVAL future or fn
+ * NULL; ENOMEM (fn will not run).
+ */
+typedef void (*tpe_then_fn)(tpe_future_t *future, void *ctx);
+TPE_API int tpe_future_then(tpe_future_t *future, tpe_then_fn fn, void *ctx,
+    tpe_t *pool);
+
+/*
+ * Java's invokeAll and invokeAny (tpe_invoke_all(3)): task i is
+ * fns[i](args[i]) (args NULL: every argument NULL), its future goes to
+ * futures[i] (the caller releases each non-NULL one). invoke-all returns
+ * when all are done (0), or ETIMEDOUT, the ones not started cancelled;
+ * invoke-any returns 0 with the result of one that succeeded (its index
+ * in *index), the others cancelled, or EIO when none succeeded,
+ * ECANCELED when all were cancelled, ETIMEDOUT. Both return EDEADLK from
+ * a worker of pool (nothing submitted).
+ */
+TPE_API int tpe_invoke_all(tpe_t *pool, size_t n, const tpe_call_fn *fns,
+    void *const *args, int64_t timeout_ns, tpe_future_t **futures);
+TPE_API int tpe_invoke_any(tpe_t *pool, size_t n, const tpe_call_fn *fns,
+    void *const *args, int64_t timeout_ns, tpe_future_t **futures,
+    void **result, size_t *index);
+
+/*
+ * A completion queue (tpe_cq_create(3)), Java's ExecutorCompletionService:
+ * tasks submitted through it to its pool; take (with a timeout) and poll
+ * hand back their futures in the order they completed, each with a
+ * reference the caller releases.
+ */
+typedef struct tpe_cq tpe_cq_t;
+TPE_API int tpe_cq_create(tpe_cq_t **cq, tpe_t *pool);
+TPE_API int tpe_cq_submit(tpe_cq_t *cq, tpe_call_fn fn, void *arg,
+    tpe_future_t **future);
+TPE_API int tpe_cq_take(tpe_cq_t *cq, int64_t timeout_ns,
+    tpe_future_t **future);
+TPE_API int tpe_cq_poll(tpe_cq_t *cq, tpe_future_t **future);
+TPE_API int tpe_cq_destroy(tpe_cq_t *cq);
+
 /* ---- delayed and periodic tasks (tpe_schedule(3)) --------------------- */
 
 /*

@@ -912,6 +912,525 @@ test_future_hooks_never_wrap_cancelled_task(void **state)
 	hooks_never_wrap_cancelled(TPE_QUEUE_PER_WORKER);
 }
 
+/* ---- failure (tpe_task_fail) and continuations (tpe_future_then) ------ */
+
+/* The pools every case below runs on: each queue kind, each policy. */
+struct kind_row {
+	const char *name;
+	enum tpe_queue_kind queue;
+	size_t capacity;
+	enum tpe_policy policy;
+};
+static const struct kind_row kind_rows[] = {
+	{ "unbounded", TPE_QUEUE_UNBOUNDED, 0, TPE_POLICY_QUEUE_FIRST },
+	{ "bounded", TPE_QUEUE_BOUNDED, 8, TPE_POLICY_QUEUE_FIRST },
+	{ "handoff", TPE_QUEUE_HANDOFF, 0, TPE_POLICY_QUEUE_FIRST },
+	{ "per_worker", TPE_QUEUE_PER_WORKER, 0, TPE_POLICY_QUEUE_FIRST },
+	{ "scale_first", TPE_QUEUE_UNBOUNDED, 0, TPE_POLICY_SCALE_FIRST },
+	{ "scale_first_bounded", TPE_QUEUE_BOUNDED, 8, TPE_POLICY_SCALE_FIRST },
+};
+#define N_KIND_ROWS (sizeof(kind_rows) / sizeof(kind_rows[0]))
+
+/* A fixed pool of `n` threads of the row's kind (core == max: the
+ * per-worker kind's rule; a hand-off pool takes n tasks at once). */
+static tpe_t *
+row_pool(const struct kind_row *r, size_t n, tpe_handback_fn discard,
+    void *discard_ctx)
+{
+	return tu_pool_with(&(struct tu_pool_opts){ .core = n, .max = n,
+	    .queue = r->queue, .capacity = r->capacity, .policy = r->policy,
+	    .discard = discard, .discard_ctx = discard_ctx });
+}
+
+/* A callable that reports failure: tpe_task_fail(error[0]), then
+ * error[1] (when not 0: the last call wins), and returns ret. */
+struct failing {
+	int error[2];
+	void *ret;
+	int bad_rc[2];       /* tpe_task_fail(0) and (-1), inside */
+	struct tu_latch *release; /* may be NULL */
+	struct tu_latch *started; /* may be NULL */
+	pthread_t thread;
+};
+
+static void *
+failing_call(void *arg)
+{
+	struct failing *c = arg;
+
+	c->thread = pthread_self();
+	c->bad_rc[0] = tpe_task_fail(0);
+	c->bad_rc[1] = tpe_task_fail(-1);
+	if (c->started != NULL)
+		tu_latch_count_down(c->started);
+	if (c->release != NULL)
+		tu_latch_wait(c->release);
+	if (c->error[0] != 0)
+		(void)tpe_task_fail(c->error[0]);
+	if (c->error[1] != 0)
+		(void)tpe_task_fail(c->error[1]);
+	return c->ret;
+}
+
+/* Submits c, waiting for room (a hand-off pool's worker may be on its
+ * way back). */
+static int
+submit_failing(tpe_t *pool, struct failing *c, tpe_future_t **f)
+{
+	return tpe_submit_wait(pool, failing_call, c, -1, f);
+}
+
+/* A plain task: what tpe_task_fail says outside a callable. */
+static void
+fail_outside_fn(void *arg)
+{
+	*(int *)arg = tpe_task_fail(EPERM);
+}
+
+static void
+test_future_task_fail(void **state)
+{
+	size_t k;
+
+	(void)state;
+	/* No callable on this thread. */
+	assert_int_equal(tpe_task_fail(EPERM), EINVAL);
+	assert_int_equal(tpe_future_error(NULL), 0);
+	for (k = 0; k < N_KIND_ROWS; k++) {
+		tpe_t *pool = row_pool(&kind_rows[k], 1, NULL, NULL);
+		struct failing ok = { .ret = (void *)0x11 };
+		struct failing bad = { .error = { EPERM, 0 },
+		    .ret = (void *)0x22 };
+		struct failing twice = { .error = { EPERM, ENOSPC } };
+		tpe_future_t *f;
+		void *res;
+		int outside = -1;
+
+		print_message("kind %s\n", kind_rows[k].name);
+		res = NULL;
+		assert_int_equal(submit_failing(pool, &ok, &f), 0);
+		assert_int_equal(tpe_future_get(f, -1, &res), 0);
+		assert_ptr_equal(res, (void *)0x11);
+		assert_int_equal(tpe_future_error(f), 0);
+		assert_int_equal(ok.bad_rc[0], EINVAL);
+		assert_int_equal(ok.bad_rc[1], EINVAL);
+		tpe_future_release(f);
+
+		res = NULL;
+		assert_int_equal(submit_failing(pool, &bad, &f), 0);
+		assert_int_equal(tpe_future_get(f, -1, &res), EIO);
+		assert_ptr_equal(res, (void *)0x22); /* what it returned */
+		assert_int_equal(tpe_future_error(f), EPERM);
+		assert_true(tpe_future_is_done(f));
+		assert_false(tpe_future_is_cancelled(f));
+		assert_int_equal(tpe_future_get(f, 0, NULL), EIO);
+		tpe_future_release(f);
+
+		/* The next task on that same worker runs in no frame. */
+		assert_int_equal(tpe_execute_wait(pool, fail_outside_fn,
+		    &outside, -1), 0);
+		assert_int_equal(tpe_wait_idle(pool, -1), 0);
+		assert_int_equal(outside, EINVAL);
+
+		assert_int_equal(submit_failing(pool, &twice, &f),
+		    0);
+		assert_int_equal(tpe_future_get(f, -1, NULL), EIO);
+		assert_int_equal(tpe_future_error(f), ENOSPC);
+		tpe_future_release(f);
+		assert_int_equal(tpe_destroy(pool), 0);
+	}
+}
+
+/* A callable that runs another future's callable inline on its thread (a
+ * caller-runs rejection): the inner frame's failure is the inner task's
+ * alone. */
+struct nesting {
+	tpe_t *full;          /* saturated, CALLER_RUNS */
+	struct failing inner;
+	tpe_future_t *inner_f;
+	int submit_rc;
+};
+
+static void *
+nesting_call(void *arg)
+{
+	struct nesting *n = arg;
+
+	n->submit_rc = tpe_submit(n->full, failing_call, &n->inner,
+	    &n->inner_f);
+	return NULL;
+}
+
+static void
+test_future_task_fail_nested_frames(void **state)
+{
+	tpe_t *full = tu_pool(1, 1, TPE_QUEUE_BOUNDED, 1,
+	    TPE_REJECT_CALLER_RUNS);
+	tpe_t *pool = tu_pool(1, 1, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
+	struct tu_saturation sat;
+	struct nesting n = { .full = full, .inner = { .error = { EPERM, 0 } },
+	    .submit_rc = -1 };
+	tpe_future_t *f;
+
+	(void)state;
+	tu_saturate(full, 1, 1, &sat);
+	assert_int_equal(tpe_submit(pool, nesting_call, &n, &f), 0);
+	assert_int_equal(tpe_future_get(f, -1, NULL), 0);
+	assert_int_equal(n.submit_rc, 0);
+	assert_int_equal(tpe_future_get(n.inner_f, -1, NULL), EIO);
+	assert_int_equal(tpe_future_error(n.inner_f), EPERM);
+	/* The outer task did not fail. */
+	assert_int_equal(tpe_future_error(f), 0);
+	tpe_future_release(f);
+	tpe_future_release(n.inner_f);
+	tu_unsaturate(&sat);
+	assert_int_equal(tpe_destroy(full), 0);
+	assert_int_equal(tpe_destroy(pool), 0);
+	tu_saturation_destroy(&sat);
+}
+
+/* What a continuation saw. */
+struct then_rec {
+	struct tu_latch *fired;  /* counted down once per run; may be NULL */
+	int *seq;                /* may be NULL: the order of runs */
+	int order;
+	pthread_t thread;
+	int rc;                  /* tpe_future_get(f, 0, &result) */
+	void *result;
+	int error;
+	int ran;                 /* atomic: runs */
+};
+
+static void
+then_record(tpe_future_t *f, void *ctx)
+{
+	struct then_rec *r = ctx;
+
+	r->thread = pthread_self();
+	r->rc = tpe_future_get(f, 0, &r->result);
+	r->error = tpe_future_error(f);
+	if (r->seq != NULL)
+		r->order = __atomic_fetch_add(r->seq, 1, __ATOMIC_SEQ_CST);
+	tpe_future_release(f); /* its reference */
+	__atomic_add_fetch(&r->ran, 1, __ATOMIC_SEQ_CST);
+	if (r->fired != NULL)
+		tu_latch_count_down(r->fired);
+}
+
+static void
+test_future_then_outcomes(void **state)
+{
+	size_t k;
+
+	(void)state;
+	for (k = 0; k < N_KIND_ROWS; k++) {
+		struct tu_handbacks hb;
+		tpe_t *pool;
+		struct tu_latch release, fired, started;
+		struct failing run = { .ret = (void *)0x33,
+		    .release = &release };
+		struct failing bad = { .error = { EPERM, 0 },
+		    .ret = (void *)0x44 };
+		struct failing queued = { 0 };
+		struct then_rec r1 = { 0 }, r2 = { 0 }, r3 = { 0 }, r4 = { 0 },
+		    r5 = { 0 };
+		tpe_future_t *f, *g, *q;
+
+		print_message("kind %s\n", kind_rows[k].name);
+		tu_handbacks_init(&hb);
+		pool = row_pool(&kind_rows[k], 1, tu_handback_fn, &hb);
+		tu_latch_init(&release, 1);
+		tu_latch_init(&fired, 1);
+		r1.fired = &fired;
+
+		/* Registered while the task runs: on the completing worker. */
+		assert_int_equal(submit_failing(pool, &run, &f), 0);
+		/* A task behind it, not started while the first one runs
+		 * (a hand-off pool of one refuses it: cancel one of those is
+		 * told apart below). */
+		assert_int_equal(tpe_future_then(f, then_record, &r1, NULL), 0);
+		assert_int_equal(tu_ran(&r1), 0);
+		tu_latch_count_down(&release);
+		tu_latch_wait(&fired);
+		assert_int_equal(tu_ran(&r1), 1);
+		assert_true(pthread_equal(r1.thread, run.thread));
+		assert_int_equal(r1.rc, 0);
+		assert_ptr_equal(r1.result, (void *)0x33);
+		assert_int_equal(r1.error, 0);
+
+		/* Already done: at once, on this thread. */
+		assert_int_equal(tpe_future_then(f, then_record, &r2, NULL), 0);
+		assert_int_equal(tu_ran(&r2), 1);
+		assert_true(pthread_equal(r2.thread, pthread_self()));
+		assert_int_equal(r2.rc, 0);
+		tpe_future_release(f);
+
+		/* Failed. */
+		assert_int_equal(submit_failing(pool, &bad, &g), 0);
+		assert_int_equal(tpe_future_get(g, -1, NULL), EIO);
+		assert_int_equal(tpe_future_then(g, then_record, &r3, NULL), 0);
+		assert_int_equal(tu_ran(&r3), 1);
+		assert_int_equal(r3.rc, EIO);
+		assert_ptr_equal(r3.result, (void *)0x44);
+		assert_int_equal(r3.error, EPERM);
+		tpe_future_release(g);
+
+		/* Cancelled while queued behind a blocker: on the cancelling
+		 * thread, at once; then handed back by tpe_shutdown_now. */
+		tu_latch_init(&release, 1);
+		tu_latch_init(&started, 1);
+		run.release = &release;
+		run.started = &started;
+		assert_int_equal(submit_failing(pool, &run, &f), 0);
+		tu_latch_wait(&started);
+		if (kind_rows[k].queue != TPE_QUEUE_HANDOFF) {
+			assert_int_equal(tpe_submit(pool, failing_call, &queued,
+			    &q), 0);
+			assert_int_equal(tpe_future_then(q, then_record, &r4,
+			    NULL), 0);
+			assert_int_equal(tpe_future_cancel(q), 0);
+			assert_int_equal(tu_ran(&r4), 1);
+			assert_true(pthread_equal(r4.thread, pthread_self()));
+			assert_int_equal(r4.rc, ECANCELED);
+			assert_int_equal(r4.error, 0);
+			tpe_future_release(q);
+
+			assert_int_equal(tpe_submit(pool, failing_call, &queued,
+			    &q), 0);
+			assert_int_equal(tpe_future_then(q, then_record, &r5,
+			    NULL), 0);
+			assert_int_equal(tpe_shutdown_now(pool, NULL, NULL), 0);
+			assert_int_equal(tu_ran(&r5), 1);
+			assert_int_equal(r5.rc, ECANCELED);
+			tpe_future_release(q);
+		}
+		tu_latch_count_down(&release);
+		assert_int_equal(tpe_destroy(pool), 0);
+		assert_int_equal(tpe_future_get(f, 0, NULL), 0);
+		tpe_future_release(f);
+		tu_latch_destroy(&release);
+		tu_latch_destroy(&fired);
+		tu_latch_destroy(&started);
+	}
+}
+
+/* Several continuations of one future: each once, in registration order;
+ * the future may be released right after registering them. */
+static void
+test_future_then_order_and_release(void **state)
+{
+	tpe_t *pool = tu_pool(1, 1, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
+	struct tu_latch release, fired;
+	struct failing run = { .release = &release };
+	struct then_rec r[3];
+	tpe_future_t *f;
+	int seq = 0, i;
+
+	(void)state;
+	tu_latch_init(&release, 1);
+	tu_latch_init(&fired, 3);
+	memset(r, 0, sizeof(r));
+	assert_int_equal(submit_failing(pool, &run, &f), 0);
+	for (i = 0; i < 3; i++) {
+		r[i].fired = &fired;
+		r[i].seq = &seq;
+		assert_int_equal(tpe_future_then(f, then_record, &r[i], NULL),
+		    0);
+	}
+	tpe_future_release(f); /* the continuations hold their own */
+	tu_latch_count_down(&release);
+	tu_latch_wait(&fired);
+	for (i = 0; i < 3; i++) {
+		assert_int_equal(tu_ran(&r[i]), 1);
+		assert_int_equal(r[i].order, i);
+	}
+	assert_int_equal(tpe_destroy(pool), 0);
+	tu_latch_destroy(&release);
+	tu_latch_destroy(&fired);
+}
+
+/* Registration racing completion: every continuation runs exactly once. */
+static void
+test_future_then_races_completion(void **state)
+{
+	enum { N = 300 };
+	tpe_t *pool = tu_pool(2, 2, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
+	static struct then_rec r[N];
+	struct tu_latch fired;
+	tpe_future_t *f;
+	int i;
+
+	(void)state;
+	memset(r, 0, sizeof(r));
+	tu_latch_init(&fired, N);
+	for (i = 0; i < N; i++) {
+		r[i].fired = &fired;
+		assert_int_equal(tpe_submit(pool, tu_nop_call, NULL, &f), 0);
+		assert_int_equal(tpe_future_then(f, then_record, &r[i], NULL),
+		    0);
+		tpe_future_release(f);
+	}
+	tu_latch_wait(&fired);
+	assert_int_equal(tpe_destroy(pool), 0);
+	for (i = 0; i < N; i++)
+		assert_int_equal(tu_ran(&r[i]), 1);
+	tu_latch_destroy(&fired);
+}
+
+/* A thread-start hook: the pool's worker threads, by pthread_t. */
+struct pool_threads {
+	pthread_mutex_t lock;
+	pthread_t t[8];
+	int n;
+};
+
+static void
+pool_threads_hook(tpe_t *pool, void *ctx)
+{
+	struct pool_threads *p = ctx;
+
+	(void)pool;
+	pthread_mutex_lock(&p->lock);
+	if (p->n < 8)
+		p->t[p->n++] = pthread_self();
+	pthread_mutex_unlock(&p->lock);
+}
+
+static bool
+pool_threads_has(struct pool_threads *p, pthread_t t)
+{
+	bool has = false;
+	int i;
+
+	pthread_mutex_lock(&p->lock);
+	for (i = 0; i < p->n; i++)
+		has = has || pthread_equal(p->t[i], t);
+	pthread_mutex_unlock(&p->lock);
+	return has;
+}
+
+/* With a pool: a task there; refused, on the completing thread; handed
+ * back by that pool (a discard policy, tpe_shutdown_now), on the thread
+ * that hands it back; never lost. */
+static void
+test_future_then_on_pool(void **state)
+{
+	size_t k;
+
+	(void)state;
+	for (k = 0; k < N_KIND_ROWS; k++) {
+		struct pool_threads pt = { PTHREAD_MUTEX_INITIALIZER, { 0 },
+		    0 };
+		struct tu_handbacks hb;
+		tpe_t *a = tu_pool(1, 1, TPE_QUEUE_UNBOUNDED, 0,
+		    TPE_REJECT_ABORT);
+		tpe_t *b;
+		struct tu_saturation sat;
+		struct tu_latch fired;
+		struct failing run = { 0 };
+		struct then_rec r1 = { 0 }, r2 = { 0 }, r3 = { 0 };
+		tpe_future_t *f;
+
+		print_message("kind %s\n", kind_rows[k].name);
+		tu_handbacks_init(&hb);
+		b = tu_pool_with(&(struct tu_pool_opts){ .core = 1, .max = 1,
+		    .queue = kind_rows[k].queue,
+		    .capacity = kind_rows[k].capacity,
+		    .policy = kind_rows[k].policy,
+		    .on_start = pool_threads_hook, .thread_hooks_ctx = &pt });
+		tu_latch_init(&fired, 1);
+		r1.fired = &fired;
+
+		/* Done already: still a task on b. */
+		assert_int_equal(tpe_submit(a, failing_call, &run, &f), 0);
+		assert_int_equal(tpe_future_get(f, -1, NULL), 0);
+		assert_int_equal(tpe_future_then(f, then_record, &r1, b), 0);
+		tu_latch_wait(&fired);
+		assert_int_equal(tu_ran(&r1), 1);
+		assert_true(pool_threads_has(&pt, r1.thread));
+		assert_int_equal(r1.rc, 0);
+
+		/* b busy, the continuation queued there, then b shut down
+		 * now: it runs on the shutting-down thread. */
+		if (kind_rows[k].queue != TPE_QUEUE_HANDOFF) {
+			tu_saturate(b, 1, 0, &sat);
+			assert_int_equal(tpe_future_then(f, then_record, &r2,
+			    b), 0);
+			assert_int_equal(tu_ran(&r2), 0);
+			assert_int_equal(tpe_shutdown_now(b, tu_handback_fn,
+			    &hb), 0);
+			assert_int_equal(tu_ran(&r2), 1);
+			assert_true(pthread_equal(r2.thread, pthread_self()));
+			assert_int_equal(tu_handbacks_count(&hb), 1);
+			tu_unsaturate(&sat);
+		} else {
+			assert_int_equal(tpe_shutdown(b), 0);
+		}
+		/* b refuses (shut down): here, at once. */
+		assert_int_equal(tpe_future_then(f, then_record, &r3, b), 0);
+		assert_int_equal(tu_ran(&r3), 1);
+		assert_true(pthread_equal(r3.thread, pthread_self()));
+		tpe_future_release(f);
+		assert_int_equal(tpe_destroy(b), 0);
+		if (kind_rows[k].queue != TPE_QUEUE_HANDOFF)
+			tu_saturation_destroy(&sat);
+		assert_int_equal(tpe_destroy(a), 0);
+		tu_latch_destroy(&fired);
+	}
+}
+
+/* A pool whose full queue discards (DISCARD): the continuation's task is
+ * accepted and dropped, and the continuation runs on the thread that
+ * dropped it (the completing worker of the future's pool). */
+static void
+test_future_then_on_discarding_pool(void **state)
+{
+	tpe_t *a = tu_pool(1, 1, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
+	tpe_t *b = tu_pool(1, 1, TPE_QUEUE_BOUNDED, 1, TPE_REJECT_DISCARD);
+	struct tu_saturation sat;
+	struct tu_latch release, fired;
+	struct failing run = { .release = &release };
+	struct then_rec r = { 0 };
+	tpe_future_t *f;
+
+	(void)state;
+	tu_latch_init(&release, 1);
+	tu_latch_init(&fired, 1);
+	r.fired = &fired;
+	tu_saturate(b, 1, 1, &sat);
+	assert_int_equal(tpe_submit(a, failing_call, &run, &f), 0);
+	assert_int_equal(tpe_future_then(f, then_record, &r, b), 0);
+	tu_latch_count_down(&release);
+	tu_latch_wait(&fired);
+	assert_int_equal(tu_ran(&r), 1);
+	assert_true(pthread_equal(r.thread, run.thread));
+	tpe_future_release(f);
+	tu_unsaturate(&sat);
+	assert_int_equal(tpe_destroy(b), 0);
+	assert_int_equal(tpe_destroy(a), 0);
+	tu_saturation_destroy(&sat);
+	tu_latch_destroy(&release);
+	tu_latch_destroy(&fired);
+}
+
+static void
+test_future_then_errors(void **state)
+{
+	tpe_t *pool = tu_pool(1, 1, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
+	struct then_rec r = { 0 };
+	tpe_future_t *f;
+
+	(void)state;
+	assert_int_equal(tpe_future_then(NULL, then_record, &r, NULL),
+	    EINVAL);
+	assert_int_equal(tpe_submit(pool, tu_nop_call, NULL, &f), 0);
+	assert_int_equal(tpe_future_then(f, NULL, &r, NULL), EINVAL);
+	assert_int_equal(tpe_future_get(f, -1, NULL), 0);
+	assert_int_equal(tu_ran(&r), 0);
+	tpe_future_release(f);
+	assert_int_equal(tpe_destroy(pool), 0);
+}
+
 int
 main(void)
 {
@@ -936,6 +1455,14 @@ main(void)
 		cmocka_unit_test(test_future_cancel_while_handler_keeps_pair),
 		cmocka_unit_test(test_future_cancel_run_race),
 		cmocka_unit_test(test_future_hooks_never_wrap_cancelled_task),
+		cmocka_unit_test(test_future_task_fail),
+		cmocka_unit_test(test_future_task_fail_nested_frames),
+		cmocka_unit_test(test_future_then_outcomes),
+		cmocka_unit_test(test_future_then_order_and_release),
+		cmocka_unit_test(test_future_then_races_completion),
+		cmocka_unit_test(test_future_then_on_pool),
+		cmocka_unit_test(test_future_then_on_discarding_pool),
+		cmocka_unit_test(test_future_then_errors),
 	};
 
 	tu_time_bound(0);

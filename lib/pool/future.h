@@ -13,6 +13,24 @@
  * the state under the same lock, so all effects of the callable (which ran
  * before the DONE transition) happen-before tpe_future_get returns 0.
  *
+ * Failure: the callable calls tpe_task_fail(error) while it runs; the
+ * error is kept in a thread-local frame (future.c) that
+ * tpe__future_run_started opens around the callable (nested frames for a
+ * callable that runs another one inline), and stored in f->error with the
+ * result, before DONE. A DONE future with f->error != 0 is "failed":
+ * tpe_future_get says EIO. No new state: every test of DONE still holds.
+ *
+ * Continuations (tpe_future_then): f->thens is the one pointer they cost a
+ * future. A continuation registered while the future is NEW or RUNNING is
+ * pushed on it under f->lock; the transition to DONE or CANCELLED takes the
+ * whole list under the same lock (thens = NULL, then state), so a
+ * registration either is on the list the completer takes, or sees the
+ * final state and fires itself: each continuation fires exactly once, and
+ * after the final state is visible. Firing happens with no lock held (of
+ * the future's; the caller of tpe__future_cancel may hold others: see
+ * future.c). Each continuation holds its own reference to f until its
+ * callback, which inherits it, releases it.
+ *
  * References: the submitter's and the pool's (refs starts at 2). The pool
  * drops its reference after running or disposing of the task, so the
  * submitter may release first. refs is atomic so that release never takes
@@ -49,10 +67,14 @@ struct tpe__future_sched {
 	int64_t (*get_delay)(const struct tpe_future *f);
 };
 
+struct tpe__then;
+
 struct tpe_future {
 	struct tpe__mutex lock;
 	pthread_cond_t cond; /* W: tpe_future_get waits here, with f->lock */
 	int state;        /* L: f->lock for writes; A: read by is_done */
+	int error;        /* L: written once, before state = DONE: the
+			   * callable's tpe_task_fail error, 0 if none */
 	void *result;     /* L: written once, before state = DONE */
 	tpe_call_fn fn;   /* I */
 	void *arg;        /* I */
@@ -61,6 +83,9 @@ struct tpe_future {
 	int64_t accepted_tick; /* I: when its task was made, for the metrics
 			      * (queue/node.h); written before the task is
 			      * published, read by the worker that takes it */
+	struct tpe__then *thens; /* L: f->lock: continuations waiting for
+				  * the final state, newest first; NULL from
+				  * the final state on (future.c) */
 	const struct tpe__future_sched *sched; /* A: NULL unless tpe_schedule*,
 				 * then lib/sched's, which it may swap for
 				 * another (a release store; future.c's
@@ -106,8 +131,22 @@ tpe__future_is_new(const struct tpe_future *f)
 	return __atomic_load_n(&f->state, __ATOMIC_ACQUIRE) == TPE__F_NEW;
 }
 
-/* NEW -> CANCELLED; true if this call (or an earlier one) cancelled it. */
+/* NEW -> CANCELLED; true if this call (or an earlier one) cancelled it.
+ * Fires the continuations on the calling thread when this call cancelled
+ * it: call it holding no lock a continuation may take. */
 bool tpe__future_cancel(struct tpe_future *f);
+
+/*
+ * A continuation made ahead, so that lib/compose can attach one right
+ * after a submission was accepted, with no failure in between:
+ * tpe__then_new (NULL: no memory), then tpe__then_attach (which takes it,
+ * as tpe_future_then: a new reference to f, fired exactly once) or
+ * tpe__then_free.
+ */
+struct tpe__then *tpe__then_new(void);
+void tpe__then_attach(struct tpe__then *t, struct tpe_future *f,
+    tpe_then_fn fn, void *ctx, tpe_t *pool);
+void tpe__then_free(struct tpe__then *t);
 
 /* When task t was accepted, for the metrics (0: not timed): in the node,
  * or in its future for a tpe_submit task (queue/node.h). Here, not in
