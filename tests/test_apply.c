@@ -144,6 +144,58 @@ test_apply_helpers_take_part(void **state)
 }
 
 /*
+ * The caller waits for the chunks other threads run: of two iterations
+ * that meet, the helper's ends only once the caller sleeps in its wait
+ * (a state read from /proc; where it cannot be read, at once), so a caller
+ * that returned before the helper's iteration ended finds it unfinished.
+ */
+struct late {
+	struct tu_latch both;
+	long caller;     /* the calling thread's id */
+	int finished;    /* atomic */
+	int saw_sleep;   /* atomic: the helper saw the caller asleep */
+};
+
+static void
+late_fn(size_t i, void *arg)
+{
+	struct late *l = arg;
+	int64_t end = tu_now_ns() + TU_WAIT_BOUND;
+	int kind;
+
+	(void)i;
+	tu_latch_count_down(&l->both);
+	(void)tu_latch_wait_for(&l->both, TU_WAIT_BOUND);
+	if ((long)syscall(SYS_gettid) != l->caller) {
+		/* Asleep without a time-out (the loop's park); the latch's
+		 * wait is a timed one. */
+		while (((kind = tu_thread_wait_kind(l->caller)) ==
+		    TU_WAIT_OTHER || kind == TU_WAIT_TIMED) &&
+		    tu_now_ns() < end)
+			tu_sleep_ns(TU_MS / 4);
+		if (kind != TU_WAIT_OTHER && kind != TU_WAIT_TIMED)
+			__atomic_store_n(&l->saw_sleep, 1, __ATOMIC_SEQ_CST);
+	}
+	__atomic_add_fetch(&l->finished, 1, __ATOMIC_SEQ_CST);
+}
+
+static void
+test_apply_waits_for_running_chunks(void **state)
+{
+	tpe_t *p = tu_pool(2, 2, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
+	struct late l = { .finished = 0 };
+
+	(void)state;
+	tu_latch_init(&l.both, 2);
+	l.caller = (long)syscall(SYS_gettid);
+	assert_int_equal(tpe_parallel_for(p, 2, late_fn, &l), 0);
+	assert_int_equal(tu_load(&l.finished), 2);
+	assert_int_equal(tu_load(&l.saw_sleep), 1);
+	tpe_destroy(p);
+	tu_latch_destroy(&l.both);
+}
+
+/*
  * A pool whose one worker is held: the helpers queue (or are refused) and
  * never start while the loop runs; the caller does every index and
  * returns without waiting for them. Then tpe_shutdown_now: the queued
@@ -305,6 +357,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_apply_each_index_once_every_kind),
 		cmocka_unit_test(test_apply_helpers_take_part),
+		cmocka_unit_test(test_apply_waits_for_running_chunks),
 		cmocka_unit_test(test_apply_caller_does_all_when_pool_busy),
 		cmocka_unit_test(test_apply_handler_never_sees_helpers),
 		cmocka_unit_test(test_apply_shut_down_pool_caller_runs_all),

@@ -48,6 +48,7 @@
 #include <stdlib.h>
 
 #include "base/atomic.h"
+#include "base/cpu.h"
 #include "base/park.h"
 #include "base/sync.h"
 #include "pool/task.h"
@@ -55,8 +56,6 @@
 
 /* The chunk is the remaining range / (CHUNK_DIV * takers). */
 #define CHUNK_DIV 2
-/* Helpers asked for at most: one per worker up to this. */
-#define HELPERS_MAX 256
 
 struct apply {
 	struct tpe__set set;   /* I: the helpers' set */
@@ -146,19 +145,20 @@ static const struct tpe__set_ops apply_ops = {
 	.internal = true,
 };
 
-/* Helpers to ask for: the pool's workers (less this one if it is one of
- * them), and no more than iterations beyond the caller's first. */
+/* Helpers to ask for: one per thread the pool may have, no more than
+ * the processors (a hand-off pool of a large max would start threads for
+ * nothing), nor than the iterations beyond the caller's first. */
 static size_t
 helpers_for(tpe_t *pool, size_t n)
 {
 	struct tpe_stats st;
-	size_t h;
+	size_t h, cpus = tpe__cpu_count();
 
 	if (tpe_get_stats(pool, &st, sizeof(st)) != 0)
 		return 0;
 	h = st.max_size;
-	if (h > HELPERS_MAX)
-		h = HELPERS_MAX;
+	if (h > cpus)
+		h = cpus;
 	if (h > n - 1)
 		h = n - 1;
 	return h;
