@@ -82,8 +82,10 @@ enum tpe_queue_kind {
 	TPE_QUEUE_UNBOUNDED = 0, /* linked FIFO, no bound; capacity must be 0 */
 	TPE_QUEUE_BOUNDED = 1,   /* array FIFO; capacity > 0 */
 	TPE_QUEUE_HANDOFF = 2,   /* synchronous hand-off; capacity must be 0 */
-	TPE_QUEUE_PER_WORKER = 3 /* a stack per worker for many tiny tasks;
-				  * fixed pool (core == max); capacity 0 */
+	TPE_QUEUE_PER_WORKER = 3, /* a stack per worker for many tiny tasks;
+				   * fixed pool (core == max); capacity 0 */
+	TPE_QUEUE_PRIORITY = 4    /* by priority, then FIFO; capacity 0:
+				   * unbounded, > 0: bounded */
 };
 
 enum tpe_policy {
@@ -326,6 +328,28 @@ TPE_API int tpe_remove(tpe_t *pool, tpe_fn fn, void *arg);
 TPE_API int tpe_purge(tpe_t *pool, size_t *purged);
 TPE_API int tpe_get_stats(const tpe_t *pool, struct tpe_stats *stats,
     size_t size);
+
+/* ---- priorities (tpe_execute_priority(3)) ----------------------------- */
+
+/*
+ * The calls above with a priority for the task: on a TPE_QUEUE_PRIORITY
+ * pool, queued tasks start highest priority first and, among equal
+ * priorities, in the order they were accepted (a plain call's task has
+ * priority 0); on any other kind the priority is ignored. Errors: the
+ * plain call's, and ENOMEM when an unbounded priority queue could not
+ * grow (the caller keeps the task). tpe_schedule_priority: tpe_schedule,
+ * each due run entering the pool at `priority`.
+ */
+TPE_API int tpe_execute_priority(tpe_t *pool, tpe_fn fn, void *arg,
+    int priority);
+TPE_API int tpe_submit_priority(tpe_t *pool, tpe_call_fn fn, void *arg,
+    int priority, tpe_future_t **future);
+TPE_API int tpe_execute_wait_priority(tpe_t *pool, tpe_fn fn, void *arg,
+    int priority, int64_t timeout_ns);
+TPE_API int tpe_submit_wait_priority(tpe_t *pool, tpe_call_fn fn, void *arg,
+    int priority, int64_t timeout_ns, tpe_future_t **future);
+TPE_API int tpe_schedule_priority(tpe_t *pool, tpe_fn fn, void *arg,
+    int64_t delay_ns, int priority, tpe_future_t **future);
 
 /* ---- managed blocking (tpe_blocking_begin(3)) ------------------------- */
 

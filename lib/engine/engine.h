@@ -34,6 +34,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/sync.h"
 #include "policy/policy.h"
 #include "pool/attr.h"
 #include "pool/task.h"
@@ -59,6 +60,9 @@
 #define TPE__CAP_POLICIES     (1u << 5)
 /* The kind takes a capacity (> 0); the others take 0. */
 #define TPE__CAP_CAPACITY     (1u << 6)
+/* The kind takes any capacity: 0 unbounded, > 0 bounded (the priority
+ * kind). The engine asks its queue (remaining) which one it is. */
+#define TPE__CAP_CAPACITY_ANY (1u << 7)
 
 /* ---- the kinds table (kinds.c) ---------------------------------------- */
 
@@ -80,6 +84,30 @@ struct tpe__kind {
 const struct tpe__kind *tpe__kind_of(enum tpe_queue_kind kind);
 
 /* ---- the engine interface --------------------------------------------- */
+
+/*
+ * The priority of the submission the calling thread is making (tpe_execute_
+ * priority(3)), a thread-local so that the ops below keep one signature
+ * for every call: the priority calls (pool/priority.c) set it around the
+ * plain call and reset it to 0 after; the locked engine's submit and
+ * submit_wait take it (tpe__submit_priority_take) before any user code can
+ * run on this thread within the call (a caller-runs task, a rejection
+ * handler, which may submit again), and carry it as an argument from there
+ * to the queue's offer (queue.h, tpe__queue_offer). A scheduled task's
+ * priority is its record's (tpe__sched_priority). The stacks engine, whose
+ * tasks run in no order, ignores it.
+ */
+extern TPE__TLS int tpe__submit_priority;
+
+static inline int
+tpe__submit_priority_take(void)
+{
+	int p = tpe__submit_priority;
+
+	if (p != 0)
+		tpe__submit_priority = 0;
+	return p;
+}
 
 struct tpe__engine;
 

@@ -26,6 +26,12 @@ create_handoff(struct tpe__queue **q, const struct tpe_attr *a)
 	return tpe__queue_handoff_create(q);
 }
 
+static int
+create_priority(struct tpe__queue **q, const struct tpe_attr *a)
+{
+	return tpe__queue_priority_create(q, a->queue_capacity);
+}
+
 static const struct tpe__kind kinds[] = {
 	[TPE_QUEUE_UNBOUNDED] = { "unbounded", TPE__ENGINE_LOCKED,
 	    TPE__CAP_UNBOUNDED | TPE__CAP_POLICIES, create_linked },
@@ -36,6 +42,9 @@ static const struct tpe__kind kinds[] = {
 	[TPE_QUEUE_PER_WORKER] = { "per-worker", TPE__ENGINE_STACKS,
 	    TPE__CAP_FIXED | TPE__CAP_DRAIN_ONLY | TPE__CAP_NO_RESERVE |
 	    TPE__CAP_UNBOUNDED | TPE__CAP_UNORDERED, NULL },
+	/* Unbounded or bounded by its capacity (TPE__CAP_CAPACITY_ANY). */
+	[TPE_QUEUE_PRIORITY] = { "priority", TPE__ENGINE_LOCKED,
+	    TPE__CAP_CAPACITY_ANY | TPE__CAP_POLICIES, create_priority },
 };
 
 const struct tpe__kind *

@@ -154,23 +154,24 @@ sleeper_needed(const struct tpe__locked *le)
 	return tpe__locked_wake_needed(takers, sleepers);
 }
 
-/* Step 2's offer: the policy's gate, then the queue's own rule. L held. */
+/* Step 2's offer: the policy's gate, then the queue's own rule; t ranked
+ * at prio (the submitting call's priority: engine.h). L held. */
 static int
-offer_locked(struct tpe__locked *le, struct tpe__task *t)
+offer_locked(struct tpe__locked *le, struct tpe__task *t, int prio)
 {
 	struct tpe__queue *q = le->q;
 
 	if (le->policy.queue_needs_taker && le->takers <= q->ops->size(q))
 		return EAGAIN; /* no unclaimed idle worker: grow instead */
-	return q->ops->offer(q, t, le->takers);
+	return tpe__queue_offer(q, t, le->takers, prio);
 }
 
 /* An offer without the policy's gate: the queue's rule only (room left);
  * scale-first's re-enqueue and discard-oldest's replacement. L held. */
 static int
-force_locked(struct tpe__locked *le, struct tpe__task *t)
+force_locked(struct tpe__locked *le, struct tpe__task *t, int prio)
 {
-	return le->q->ops->offer(le->q, t, le->takers);
+	return tpe__queue_offer(le->q, t, le->takers, prio);
 }
 
 /* Spins (lock dropped) until an offer is seen (true), or the spin budget
@@ -441,10 +442,12 @@ enum {
 };
 
 /*
- * Java's execute, the steps in `steps` in their order, for t under the
- * lock: true when one of them decided (*rc: 0 the pool took t, *signal
- * set for the unlock; ECANCELED the pool was shut down while a start
- * dropped the lock; or ensure_taker_locked's error); false when none
+ * Java's execute, the steps in `steps` in their order, for t (at priority
+ * prio) under the lock: true when one of them decided (*rc: 0 the pool
+ * took t, *signal set for the unlock; ECANCELED the pool was shut down
+ * while a start dropped the lock; ENOMEM the queue could not grow to take
+ * it (the priority kind), which is no saturation and no case for the
+ * rejection policy; or ensure_taker_locked's error); false when none
  * could take t (*rc: the last offer's refusal, EAGAIN without one): the
  * rejection's turn. STEP_FORCE, after step 3: scale-first's re-enqueue
  * (room in the queue, whatever its gate); for queue-first the same offer
@@ -452,24 +455,31 @@ enum {
  * the state. L held (dropped while a thread starts).
  */
 static bool
-execute_steps_locked(struct tpe__locked *le, struct tpe__task *t,
+execute_steps_locked(struct tpe__locked *le, struct tpe__task *t, int prio,
     unsigned steps, bool *signal, int *rc)
 {
 	tpe_t *pool = le->pool;
+	bool no_memory = false;
 
 	TPE__ASSERT_HELD(&pool->lock);
 	*rc = EAGAIN;
 	if ((steps & STEP_CORE) &&
 	    step_start_locked(pool, t, pool->core, rc))
 		return true;
-	if ((steps & STEP_QUEUE) && (*rc = offer_locked(le, t)) == 0) {
+	if ((steps & STEP_QUEUE) && (*rc = offer_locked(le, t, prio)) == 0) {
 		*rc = accepted_locked(le, t, signal);
 		return true;
 	}
+	no_memory = *rc == ENOMEM;
+	/* Step 3 needs no room in the queue: it may still take t. */
 	if ((steps & STEP_MAX) && step_start_locked(pool, t, pool->max, rc))
 		return true;
-	if ((steps & STEP_FORCE) && (*rc = force_locked(le, t)) == 0) {
+	if ((steps & STEP_FORCE) && (*rc = force_locked(le, t, prio)) == 0) {
 		*rc = accepted_locked(le, t, signal);
+		return true;
+	}
+	if (no_memory || *rc == ENOMEM) {
+		*rc = ENOMEM;
 		return true;
 	}
 	return false;
@@ -569,7 +579,7 @@ dispatch_lockfree(struct tpe__locked *le, tpe_fn fn, void *arg,
  * queue is full (then the next verdict); 0: the pool took t.
  */
 static int
-requeue(struct tpe__locked *le, struct tpe__task *t)
+requeue(struct tpe__locked *le, struct tpe__task *t, int prio)
 {
 	tpe_t *pool = le->pool;
 	bool signal = false;
@@ -579,15 +589,15 @@ requeue(struct tpe__locked *le, struct tpe__task *t)
 	if (pool->state != TPE__RUNNING)
 		rc = ECANCELED;
 	else
-		(void)execute_steps_locked(le, t,
+		(void)execute_steps_locked(le, t, prio,
 		    STEP_QUEUE | STEP_MAX | STEP_FORCE, &signal, &rc);
 	unlock_signal(le, signal);
 	return rc;
 }
 
-/* REPLACE_OLDEST (locked.h). */
-int
-tpe__locked_replace_oldest(struct tpe__locked *le, struct tpe__task *t,
+/* REPLACE_OLDEST (locked.h), t at priority prio. */
+static int
+replace_oldest(struct tpe__locked *le, struct tpe__task *t, int prio,
     struct tpe__task **victim)
 {
 	tpe_t *pool = le->pool;
@@ -600,13 +610,20 @@ tpe__locked_replace_oldest(struct tpe__locked *le, struct tpe__task *t,
 		rc = ECANCELED;
 	} else if ((*victim = le->q->ops->drop_oldest(le->q)) == NULL) {
 		rc = EAGAIN;
-	} else if ((rc = force_locked(le, t)) == 0) {
+	} else if ((rc = force_locked(le, t, prio)) == 0) {
 		/* Forced: the slot just freed is this task's, whatever rule
 		 * the policy's gate applies. */
 		rc = accepted_locked(le, t, &signal);
 	}
 	unlock_signal(le, signal);
 	return rc;
+}
+
+int
+tpe__locked_replace_oldest(struct tpe__locked *le, struct tpe__task *t,
+    struct tpe__task **victim)
+{
+	return replace_oldest(le, t, 0, victim);
 }
 
 /* A rejection by verdict v, in the metrics (lib/metrics). */
@@ -628,12 +645,12 @@ count_rejection(tpe_t *pool, enum tpe__verdict v)
 }
 
 /*
- * Step 4: the policy's verdicts, in order (policy.h), without the lock.
- * 0: a verdict took t (it ran, was handed back or queued); else an errno
- * value and the caller keeps t.
+ * Step 4: the policy's verdicts, in order (policy.h), without the lock,
+ * for t at priority prio. 0: a verdict took t (it ran, was handed back or
+ * queued); else an errno value and the caller keeps t.
  */
 static int
-reject(struct tpe__locked *le, struct tpe__task *t)
+reject(struct tpe__locked *le, struct tpe__task *t, int prio)
 {
 	tpe_t *pool = le->pool;
 	const struct tpe_attr *a = &pool->attr;
@@ -647,9 +664,9 @@ reject(struct tpe__locked *le, struct tpe__task *t)
 		if (v == TPE__VERDICT_NONE)
 			break;
 		if (v == TPE__VERDICT_REQUEUE) {
-			rc = requeue(le, t);
-			if (rc == 0 || rc == ECANCELED)
-				return rc;
+			rc = requeue(le, t, prio);
+			if (rc != EAGAIN)
+				return rc; /* taken, shut down, ENOMEM */
 			continue;
 		}
 		tpe__pool_count_rejected(pool);
@@ -659,7 +676,7 @@ reject(struct tpe__locked *le, struct tpe__task *t)
 		if (v == TPE__VERDICT_REFUSE)
 			return EAGAIN;
 		if (v == TPE__VERDICT_REPLACE_OLDEST) {
-			rc = tpe__locked_replace_oldest(le, t, &victim);
+			rc = replace_oldest(le, t, prio, &victim);
 			if (victim != NULL)
 				tpe__task_discard(&pool->tasks, victim);
 			return rc;
@@ -684,22 +701,20 @@ reject(struct tpe__locked *le, struct tpe__task *t)
 }
 
 /*
- * Java's execute(): the steps of the design notes. 0: the pool (or a
- * verdict) took t; else the caller keeps fn/arg and f.
+ * Java's execute(): the steps of the design notes, for a task at priority
+ * prio. 0: the pool (or a verdict) took t; else the caller keeps fn/arg
+ * and f.
  */
 static int
-locked_submit(struct tpe__engine *e, tpe_fn fn, void *arg,
-    struct tpe_future *f)
+submit_locked_path(struct tpe__locked *le, tpe_fn fn, void *arg,
+    struct tpe_future *f, int prio)
 {
-	struct tpe__locked *le = locked_of(e);
 	tpe_t *pool = le->pool;
 	struct tpe__task *t;
 	bool signal = false;
 	char token = 0; /* this call's owner token: its address (task.h) */
 	int rc;
 
-	if (dispatch_lockfree(le, fn, arg, f, &token, &rc))
-		return rc;
 	/* The scheduler's tasks after shutdown too (sched.h). */
 	if (!tpe__sched_admits(state_acquire(pool), fn))
 		return ECANCELED;
@@ -712,10 +727,10 @@ locked_submit(struct tpe__engine *e, tpe_fn fn, void *arg,
 		tpe__task_free(&pool->tasks, t);
 		return ECANCELED;
 	}
-	if (!execute_steps_locked(le, t, STEP_CORE | STEP_QUEUE | STEP_MAX,
-	    &signal, &rc)) {
+	if (!execute_steps_locked(le, t, prio,
+	    STEP_CORE | STEP_QUEUE | STEP_MAX, &signal, &rc)) {
 		tpe__mutex_unlock(&pool->lock);
-		rc = reject(le, t); /* step 4 */
+		rc = reject(le, t, prio); /* step 4 */
 		if (rc != 0)
 			tpe__task_free(&pool->tasks, t);
 		return rc;
@@ -726,9 +741,27 @@ locked_submit(struct tpe__engine *e, tpe_fn fn, void *arg,
 	return rc;
 }
 
+TPE__TLS int tpe__submit_priority;
+
+/* The engine's submit: the lock-free step 2 where it applies (its queue
+ * keeps no order: no priority), else the locked path with the call's
+ * priority (engine.h). */
+static int
+locked_submit(struct tpe__engine *e, tpe_fn fn, void *arg,
+    struct tpe_future *f)
+{
+	struct tpe__locked *le = locked_of(e);
+	char token = 0; /* this call's owner token: its address (task.h) */
+	int rc;
+
+	if (dispatch_lockfree(le, fn, arg, f, &token, &rc))
+		return rc;
+	return submit_locked_path(le, fn, arg, f, tpe__submit_priority_take());
+}
+
 int
 tpe__locked_place_locked(struct tpe__locked *le, struct tpe__task *t,
-    bool *signal, bool *saturated)
+    int prio, bool *signal, bool *saturated)
 {
 	tpe_t *pool = le->pool;
 	int rc;
@@ -738,7 +771,7 @@ tpe__locked_place_locked(struct tpe__locked *le, struct tpe__task *t,
 	if (!tpe__sched_admits(pool->state, t->fn))
 		return ECANCELED;
 	/* execute's steps 1 to 3, then the re-enqueue. */
-	if (execute_steps_locked(le, t,
+	if (execute_steps_locked(le, t, prio,
 	    STEP_CORE | STEP_QUEUE | STEP_MAX | STEP_FORCE, signal, &rc))
 		return rc;
 	/* Parked reserved threads (reserve.h) are idle workers that take
@@ -1291,7 +1324,12 @@ tpe__engine_locked_create(struct tpe__queue *q, const struct tpe__policy *p,
 
 int
 tpe__locked_submit_plain(struct tpe__locked *le, tpe_fn fn, void *arg,
-    struct tpe_future *f)
+    struct tpe_future *f, int prio)
 {
-	return locked_submit(&le->base, fn, arg, f);
+	char token = 0; /* this call's owner token (task.h) */
+	int rc;
+
+	if (dispatch_lockfree(le, fn, arg, f, &token, &rc))
+		return rc;
+	return submit_locked_path(le, fn, arg, f, prio);
 }

@@ -53,22 +53,26 @@ tpe__locked_wake_needed(size_t takers, size_t sleepers)
 }
 
 /*
- * execute's steps for t under the lock, then the queue without the
+ * execute's steps for t (at priority prio: engine.h) under the lock, then
+ * the queue without the
  * policy's gate (scale-first's re-enqueue), then a parked reserved thread
  * (its hand for a hand-off, else a wake-up to drain the queue), but never
  * a rejection verdict. 0: the pool took t (*signal: signal work_cond
- * after the unlock); ECANCELED: not RUNNING; EAGAIN with *saturated: the
+ * after the unlock); ECANCELED: not RUNNING; ENOMEM: the queue could not
+ * grow (the priority kind); EAGAIN with *saturated: the
  * call would have been rejected for saturation, t is still the caller's;
  * EAGAIN or ENOMEM without it: no worker is alive and none could be
  * started, so nothing would ever make room. L held (dropped while a
  * thread starts).
  */
 int tpe__locked_place_locked(struct tpe__locked *le, struct tpe__task *t,
-    bool *signal, bool *saturated);
+    int prio, bool *signal, bool *saturated);
 
 /* The REPLACE_OLDEST verdict: under one lock, takes the queue's oldest
- * droppable node out (*victim, the caller's now) and offers t in its
- * place. 0, EAGAIN (nothing to drop or refused again), ECANCELED. */
+ * droppable node out (*victim, the caller's now; the priority kind's
+ * lowest-priority, oldest one) and offers t in its place (the verdict
+ * itself, in locked.c, at the call's priority; this entry at 0). 0,
+ * EAGAIN (nothing to drop or refused again), ECANCELED. */
 int tpe__locked_replace_oldest(struct tpe__locked *le, struct tpe__task *t,
     struct tpe__task **victim);
 
@@ -77,10 +81,10 @@ int tpe__locked_replace_oldest(struct tpe__locked *le, struct tpe__task *t,
  * tpe_try_execute, which may also start a worker). Any thread. */
 void tpe__locked_reserve_request(struct tpe__locked *le);
 
-/* The engine's submit (locked.c), for the blocking submit's pools that
- * never saturate. */
+/* The engine's submit (locked.c) at priority prio, for the blocking
+ * submit's pools that never saturate. */
 int tpe__locked_submit_plain(struct tpe__locked *le, tpe_fn fn, void *arg,
-    struct tpe_future *f);
+    struct tpe_future *f, int prio);
 
 /* The engine's submit_wait op (locked_wait.c). */
 int tpe__locked_submit_wait(struct tpe__engine *e, tpe_fn fn, void *arg,

@@ -83,7 +83,7 @@ tpe__submit_waiting(tpe_t *pool)
  * ETIMEDOUT, ECANCELED, EDEADLK; t stays the caller's on error. L held.
  */
 static int
-wait_in_line_locked(struct tpe__locked *le, struct tpe__task *t,
+wait_in_line_locked(struct tpe__locked *le, struct tpe__task *t, int prio,
     int64_t timeout_ns, int64_t deadline, bool *signal)
 {
 	tpe_t *pool = le->pool;
@@ -106,7 +106,7 @@ wait_in_line_locked(struct tpe__locked *le, struct tpe__task *t,
 		timed_out = tpe__cond_wait_until(&w.cond, &pool->lock,
 		    deadline) == ETIMEDOUT;
 		if (line->head == &w) {
-			rc = tpe__locked_place_locked(le, t, signal,
+			rc = tpe__locked_place_locked(le, t, prio, signal,
 			    &saturated);
 			if (!saturated)
 				break;
@@ -131,8 +131,9 @@ wait_in_line_locked(struct tpe__locked *le, struct tpe__task *t,
 
 /*
  * Whether execute on this pool never reaches a rejection verdict: storage
- * that never refuses (the unbounded queue, engine.h's TPE__CAP_UNBOUNDED)
- * under a policy without a gate on step 2. Then the blocking calls are the
+ * that never refuses for want of room (the unbounded queue, engine.h's
+ * TPE__CAP_UNBOUNDED; the unbounded priority queue, which says so by its
+ * remaining room) under a policy without a gate on step 2. Then the blocking calls are the
  * plain ones. Not scale-first on an unbounded queue: its gate refuses a
  * task when no worker is idle, and when none can start either, execute
  * runs the verdicts (caller-runs would run the task here).
@@ -140,7 +141,8 @@ wait_in_line_locked(struct tpe__locked *le, struct tpe__task *t,
 static bool
 never_saturates(const struct tpe__locked *le)
 {
-	return (le->base.caps & TPE__CAP_UNBOUNDED) != 0 &&
+	return ((le->base.caps & TPE__CAP_UNBOUNDED) != 0 ||
+	    le->q->ops->remaining(le->q) == SIZE_MAX) &&
 	    !le->policy.queue_needs_taker;
 }
 
@@ -156,19 +158,24 @@ tpe__locked_submit_wait(struct tpe__engine *e, tpe_fn fn, void *arg,
 	bool signal = false, saturated = true, terminate;
 	char token = 0; /* this call's owner token (task.h) */
 	int rc = ECANCELED;
+	/* The call's priority (engine.h); a due scheduled task's is in its
+	 * record. */
+	int prio = fn == tpe__sched_task_fn ? tpe__sched_priority(arg) :
+	    tpe__submit_priority_take();
 
 	if (never_saturates(le))
-		return tpe__locked_submit_plain(le, fn, arg, f);
+		return tpe__locked_submit_plain(le, fn, arg, f, prio);
 	t = tpe__task_new(&pool->tasks, fn, arg, f, &token);
 	if (t == NULL)
 		return ENOMEM;
 	tpe__mutex_lock(&pool->lock);
 	if (pool->submit_line.head == NULL)
-		rc = tpe__locked_place_locked(le, t, &signal, &saturated);
+		rc = tpe__locked_place_locked(le, t, prio, &signal,
+		    &saturated);
 	else if (!tpe__sched_admits(pool->state, fn))
 		saturated = false; /* rc: ECANCELED */
 	if (saturated)
-		rc = wait_in_line_locked(le, t, timeout_ns, deadline,
+		rc = wait_in_line_locked(le, t, prio, timeout_ns, deadline,
 		    &signal);
 	/* A task taken back out of the queue (no worker could be started)
 	 * may be what a shutdown's termination waited for. */

@@ -34,6 +34,8 @@ queue_valid(enum tpe_queue_kind kind, size_t capacity)
 
 	if (k == NULL)
 		return false;
+	if ((k->caps & TPE__CAP_CAPACITY_ANY) != 0)
+		return true;
 	return (k->caps & TPE__CAP_CAPACITY) != 0 ? capacity > 0 :
 	    capacity == 0;
 }

@@ -18,7 +18,7 @@
 
 static int
 schedule(tpe_t *pool, tpe_fn fn, tpe_call_fn call, bool valid, void *arg,
-    int64_t delay_ns, int64_t period, tpe_future_t **future)
+    int64_t delay_ns, int64_t period, int priority, tpe_future_t **future)
 {
 	if (future != NULL)
 		*future = NULL;
@@ -27,21 +27,23 @@ schedule(tpe_t *pool, tpe_fn fn, tpe_call_fn call, bool valid, void *arg,
 	if (tpe_is_shutdown(pool))
 		return ECANCELED;
 	return tpe__sched_schedule(&pool->sched_hook, fn, call, arg, delay_ns,
-	    period, future);
+	    period, priority, future);
 }
 
 int
 tpe_schedule(tpe_t *pool, tpe_fn fn, void *arg, int64_t delay_ns,
     tpe_future_t **future)
 {
-	return schedule(pool, fn, NULL, fn != NULL, arg, delay_ns, 0, future);
+	return schedule(pool, fn, NULL, fn != NULL, arg, delay_ns, 0, 0,
+	    future);
 }
 
 int
 tpe_schedule_call(tpe_t *pool, tpe_call_fn fn, void *arg, int64_t delay_ns,
     tpe_future_t **future)
 {
-	return schedule(pool, NULL, fn, fn != NULL, arg, delay_ns, 0, future);
+	return schedule(pool, NULL, fn, fn != NULL, arg, delay_ns, 0, 0,
+	    future);
 }
 
 int
@@ -49,7 +51,7 @@ tpe_schedule_at_fixed_rate(tpe_t *pool, tpe_fn fn, void *arg,
     int64_t initial_ns, int64_t period_ns, tpe_future_t **future)
 {
 	return schedule(pool, fn, NULL, fn != NULL && period_ns > 0, arg,
-	    initial_ns, period_ns, future);
+	    initial_ns, period_ns, 0, future);
 }
 
 int
@@ -58,5 +60,15 @@ tpe_schedule_with_fixed_delay(tpe_t *pool, tpe_fn fn, void *arg,
 {
 	/* The scheduler keeps a fixed delay as a negative period. */
 	return schedule(pool, fn, NULL, fn != NULL && delay_ns > 0, arg,
-	    initial_ns, delay_ns > 0 ? -delay_ns : 0, future);
+	    initial_ns, delay_ns > 0 ? -delay_ns : 0, 0, future);
+}
+
+/* A task run at `priority` in a TPE_QUEUE_PRIORITY pool when due
+ * (tpe_schedule_priority(3)); on other kinds the priority is ignored. */
+int
+tpe_schedule_priority(tpe_t *pool, tpe_fn fn, void *arg, int64_t delay_ns,
+    int priority, tpe_future_t **future)
+{
+	return schedule(pool, fn, NULL, fn != NULL, arg, delay_ns, 0,
+	    priority, future);
 }

@@ -23,9 +23,17 @@
  * are seq_cst read-modify-writes and tpe__queue_pending is a seq_cst load:
  * the engine builds its Dekker pairs on them (engine/locked.c).
  *
- * Ownership: offer either takes the node (0) or refuses it (EAGAIN) and
- * leaves it with the caller; poll, drop_oldest and remove_if hand nodes
- * back to the caller; destroy frees an empty queue.
+ * Ownership: offer either takes the node (0) or refuses it (EAGAIN, or
+ * ENOMEM from a kind whose storage grows) and leaves it with the caller;
+ * poll, drop_oldest and remove_if hand nodes back to the caller; destroy
+ * frees an empty queue.
+ *
+ * Order: every kind but one polls in offer order. The priority kind
+ * (priority.c) polls by rank: it has offer_ranked, which its caller (the
+ * engine, through tpe__queue_offer) uses to pass the priority of the
+ * submitting call; its plain offer ranks at priority 0. The priority is
+ * the queue's, kept beside the node, never in it (node.h). For the kinds
+ * in offer order, offer_ranked is NULL and a priority is ignored.
  *
  * Adding a kind: a file in lib/queue with its create function and ops,
  * and one row in the table of lib/engine/kinds.c.
@@ -52,8 +60,16 @@ struct tpe__queue_ops {
 	 * accepts only while takers > size.
 	 */
 	int (*offer)(struct tpe__queue *q, struct tpe__task *t, size_t takers);
+	/*
+	 * offer_ranked: L held; NULL for a kind in offer order. offer, t
+	 * ranked at `priority` (higher polled first, FIFO among equals).
+	 * Also refuses with ENOMEM when its storage could not grow.
+	 */
+	int (*offer_ranked)(struct tpe__queue *q, struct tpe__task *t,
+	    size_t takers, int priority);
 	/* poll: L held. The oldest node (FIFO, the inbox's nodes after every
-	 * node offered under the lock before they were absorbed), or NULL. */
+	 * node offered under the lock before they were absorbed; for a
+	 * ranked kind the first in rank), or NULL. */
 	struct tpe__task *(*poll)(struct tpe__queue *q);
 	/* size: L held. How many nodes the queue holds, inbox included. */
 	size_t (*size)(struct tpe__queue *q);
@@ -61,13 +77,15 @@ struct tpe__queue_ops {
 	 * SIZE_MAX when unbounded, 0 for the hand-off. */
 	size_t (*remaining)(const struct tpe__queue *q);
 	/* remove_if: L held. Moves up to max nodes for which match is true,
-	 * oldest first, to out; keeps the order of the others. Returns how
-	 * many it moved. */
+	 * oldest first (a ranked kind: in poll order), to out; keeps the
+	 * order of the others. Returns how many it moved. */
 	size_t (*remove_if)(struct tpe__queue *q, tpe__task_match_fn match,
 	    void *ctx, size_t max, struct tpe__task_list *out);
 	/* drop_oldest: L held. The node a discard-oldest policy may drop,
 	 * taken out, or NULL when there is none (the hand-off: its nodes
-	 * already belong to the workers that will poll them). */
+	 * already belong to the workers that will poll them). A ranked
+	 * kind drops the node it would poll last: the lowest priority,
+	 * oldest among those. */
 	struct tpe__task *(*drop_oldest)(struct tpe__queue *q);
 	/* destroy: no lock (the pool is being freed). Frees an empty queue. */
 	void (*destroy)(struct tpe__queue *q);
@@ -114,8 +132,23 @@ tpe__queue_is_empty(struct tpe__queue *q)
 	return !tpe__queue_pending(q) && q->ops->size(q) == 0;
 }
 
+/*
+ * L held: offers t at `priority`, which only a ranked kind uses (above).
+ * 0, or the kind's refusal (EAGAIN, ENOMEM) and the caller keeps t.
+ */
+static inline int
+tpe__queue_offer(struct tpe__queue *q, struct tpe__task *t, size_t takers,
+    int priority)
+{
+	if (q->ops->offer_ranked != NULL)
+		return q->ops->offer_ranked(q, t, takers, priority);
+	return q->ops->offer(q, t, takers);
+}
+
 int tpe__queue_linked_create(struct tpe__queue **q);
 int tpe__queue_array_create(struct tpe__queue **q, size_t capacity);
 int tpe__queue_handoff_create(struct tpe__queue **q);
+/* capacity 0: unbounded. 0, EINVAL (capacity too large) or ENOMEM. */
+int tpe__queue_priority_create(struct tpe__queue **q, size_t capacity);
 
 #endif /* TPE_QUEUE_H */

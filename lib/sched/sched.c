@@ -86,6 +86,7 @@ struct sched_task {
 	int64_t due;           /* S; A: read by tpe_future_get_delay */
 	int64_t period;        /* I: > 0 fixed rate, < 0 fixed delay, 0 once */
 	uint64_t seq;          /* S: FIFO among equal due times */
+	int priority;          /* I: its queue priority in the pool */
 	size_t idx;            /* S: heap index, or NOT_IN_HEAP */
 	/* The scheduler is f.sched's: &s->fops while it holds the record,
 	 * &released_ops once it let go (release_record), so that a later
@@ -687,7 +688,8 @@ get_sched(struct tpe__sched_hook *h, struct tpe__sched **sp)
 
 int
 tpe__sched_schedule(struct tpe__sched_hook *h, tpe_fn fn, tpe_call_fn call,
-    void *arg, int64_t delay_ns, int64_t period, tpe_future_t **future)
+    void *arg, int64_t delay_ns, int64_t period, int priority,
+    tpe_future_t **future)
 {
 	struct tpe__sched *s;
 	struct sched_task *r;
@@ -708,6 +710,7 @@ tpe__sched_schedule(struct tpe__sched_hook *h, tpe_fn fn, tpe_call_fn call,
 	r->fn = fn;
 	r->arg = arg;
 	r->period = period;
+	r->priority = priority;
 	r->idx = NOT_IN_HEAP;
 	now = sched_now();
 	r->due = delay_ns <= 0 ? now : add_sat(now, delay_ns);
@@ -730,6 +733,12 @@ tpe__sched_schedule(struct tpe__sched_hook *h, tpe_fn fn, tpe_call_fn call,
 	else
 		tpe__future_unref(&r->f);
 	return 0;
+}
+
+int
+tpe__sched_priority(const void *arg)
+{
+	return ((const struct sched_task *)arg)->priority;
 }
 
 /* ---- the future's side ------------------------------------------------- */

@@ -158,12 +158,16 @@ extern void (*tpe__sched_timer_hook)(bool holding);
  * The work of the four public calls (lib/pool/schedule.c checks the pool,
  * the arguments and the pool's state first): schedules fn (or call) on
  * arg after delay_ns, with period (> 0 fixed rate, < 0 fixed delay, 0 a
- * one-shot). 0, or ECANCELED (shut down), ENOMEM, EAGAIN (no timer
- * thread); on error *future (if given) is left alone and nothing was
- * scheduled.
+ * one-shot), each run entering the pool at `priority` (a priority queue's
+ * rank: tpe_schedule_priority(3)). 0, or ECANCELED (shut down), ENOMEM,
+ * EAGAIN (no timer thread); on error *future (if given) is left alone and
+ * nothing was scheduled.
  */
 int tpe__sched_schedule(struct tpe__sched_hook *h, tpe_fn fn,
     tpe_call_fn call, void *arg, int64_t delay_ns, int64_t period,
-    tpe_future_t **future);
+    int priority, tpe_future_t **future);
+/* The priority a due task enters the pool with; arg is the argument of
+ * its enter (a record; any thread, no lock: it is fixed at schedule). */
+int tpe__sched_priority(const void *arg);
 
 #endif /* TPE_SCHED_H */
