@@ -87,6 +87,7 @@
 #define TU_NO_CMOCKA /* a plain program, not a cmocka test */
 #include "helpers.h"
 #include "pool/pool.h" /* the timer's share of queued, at a failure */
+#include "engine/stacks.h"
 
 #define MAX_SUBMITTERS 4
 #define MAX_REPORTS 30
@@ -1339,6 +1340,27 @@ check_slots(struct round *r)
 	}
 }
 
+/* A per-worker pool that terminated with tasks counted queued: each
+ * slot's counts and top, to say where they are. */
+static void
+dump_stacks(tpe_t *pool)
+{
+	struct tpe__stacks *se = tpe__stacks_of(pool->engine);
+	size_t i;
+
+	fprintf(stderr, "stacks: removed %" PRIu64 " orphan_done %" PRIu64
+	    "\n", se->removed, se->orphan_done);
+	for (i = 0; i < se->n; i++) {
+		struct tpe__stacks_slot *sl = &se->slots[i];
+
+		fprintf(stderr, "slot %zu: head %p rest %p pushed %" PRIu64
+		    " started %" PRIu64 " completed %" PRIu64 " dropped %"
+		    PRIu64 " handed %d\n", i, (void *)sl->head,
+		    (void *)sl->rest, sl->pushed, sl->started, sl->completed,
+		    sl->dropped, (int)sl->handed);
+	}
+}
+
 static void
 run_round(uint64_t *rs, unsigned max_tasks, unsigned fault_every)
 {
@@ -1407,6 +1429,8 @@ run_round(uint64_t *rs, unsigned max_tasks, unsigned fault_every)
 		CHECK(rc == 0, "await_termination = %d", rc);
 		CHECK(tpe_is_terminated(r->pool), "not terminated");
 		rc = tpe_get_stats(r->pool, &st, sizeof(st));
+		if (st.queued != 0 && r->per_worker)
+			dump_stacks(r->pool);
 		CHECK(rc == 0 && st.pool_size == 0 && st.active == 0 &&
 		    st.idle == 0 && st.queued == 0 && st.reserved == 0,
 		    "terminated pool not empty: size %zu active %zu idle %zu "
