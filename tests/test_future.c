@@ -926,6 +926,8 @@ static const struct kind_row kind_rows[] = {
 	{ "bounded", TPE_QUEUE_BOUNDED, 8, TPE_POLICY_QUEUE_FIRST },
 	{ "handoff", TPE_QUEUE_HANDOFF, 0, TPE_POLICY_QUEUE_FIRST },
 	{ "per_worker", TPE_QUEUE_PER_WORKER, 0, TPE_POLICY_QUEUE_FIRST },
+	{ "priority", TPE_QUEUE_PRIORITY, 0, TPE_POLICY_QUEUE_FIRST },
+	{ "priority_bounded", TPE_QUEUE_PRIORITY, 8, TPE_POLICY_SCALE_FIRST },
 	{ "scale_first", TPE_QUEUE_UNBOUNDED, 0, TPE_POLICY_SCALE_FIRST },
 	{ "scale_first_bounded", TPE_QUEUE_BOUNDED, 8, TPE_POLICY_SCALE_FIRST },
 };
