@@ -43,6 +43,15 @@ static const struct conf confs[] = {
 	    1, 2, 0, false, true },
 	{ "per_worker", TPE_QUEUE_PER_WORKER, 0, TPE_POLICY_QUEUE_FIRST, 2, 2,
 	    NO_BOUND, false, false },
+	/* The plain calls give every task priority 0: FIFO. */
+	{ "priority", TPE_QUEUE_PRIORITY, 0, TPE_POLICY_QUEUE_FIRST, 2, 2,
+	    NO_BOUND, true, true },
+	{ "priority_bounded", TPE_QUEUE_PRIORITY, 4, TPE_POLICY_QUEUE_FIRST,
+	    2, 2, 4, true, true },
+	{ "priority_scale_first", TPE_QUEUE_PRIORITY, 0,
+	    TPE_POLICY_SCALE_FIRST, 1, 2, NO_BOUND, true, true },
+	{ "priority_bounded_scale_first", TPE_QUEUE_PRIORITY, 4,
+	    TPE_POLICY_SCALE_FIRST, 1, 2, 4, true, true },
 };
 #define NCONFS (sizeof(confs) / sizeof(confs[0]))
 
