@@ -9,7 +9,9 @@
  * (default: no limit), TPE_CHAOS_KIND (every round on this queue kind, the
  * number of its enum tpe_queue_kind; default: a random kind), TPE_CHAOS_TASKS (tasks per round at most, default
  * 4096), TPE_CHAOS_FAULTS (one round in this many injects malloc and
- * pthread_create failures, default 4; 0 never), TPE_CHAOS_VERBOSE.
+ * pthread_create failures, default 4; 0 never), TPE_CHAOS_VERBOSE,
+ * TPE_CHAOS_HANG_STOP (a round that hangs stops the process with SIGSTOP
+ * after its report, for a debugger to attach, instead of exiting).
  *
  * Each round builds a random pool: every queue kind, both sizing policies,
  * every rejection policy and a custom handler, random sizes, keep-alive,
@@ -111,6 +113,8 @@ int __wrap_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
 static unsigned fault_one_in;
 /* TPE_CHAOS_KIND, or -1: every round's queue kind drawn. */
 static int chaos_kind = -1;
+/* TPE_CHAOS_HANG_STOP set: a hang stops the process (on_alarm). */
+static bool hang_stop;
 static uint64_t faults_malloc, faults_create;
 static __thread uint64_t fault_rs;
 
@@ -1616,6 +1620,11 @@ on_alarm(int sig)
 	(void)!write(2, msg, (size_t)len);
 	(void)!write(2, round_desc, strlen(round_desc));
 	(void)!write(2, "\n", 1);
+	if (hang_stop) {
+		/* TPE_CHAOS_HANG_STOP: stopped as it hangs, for a debugger
+		 * to attach (gdb -p PID) and look at every thread. */
+		(void)kill(getpid(), SIGSTOP);
+	}
 	_exit(1);
 }
 
@@ -1647,6 +1656,7 @@ main(int argc, char **argv)
 	    (uint64_t)tu_now_ns() ^ ((uint64_t)getpid() << 32);
 	if (tasks < MAX_SUBMITTERS)
 		tasks = MAX_SUBMITTERS;
+	hang_stop = getenv("TPE_CHAOS_HANG_STOP") != NULL;
 	if (getenv("TPE_CHAOS_KIND") != NULL)
 		chaos_kind = (int)(env_ul("TPE_CHAOS_KIND", 0) % 4);
 	signal(SIGALRM, on_alarm);
