@@ -385,30 +385,30 @@ test_compose_invoke_all_results(void **state)
 	}
 }
 
-/* The timeout passes while task 0 runs: task 1, not started, is
- * cancelled; task 0 goes on and its future completes later. */
+/* The timeout passes while the tasks wait (the pool paused, so none can
+ * start): each is cancelled, none runs; a timeout of 0 polls. */
 static void
 test_compose_invoke_all_timeout(void **state)
 {
 	tpe_t *pool = tu_pool(1, 1, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
-	struct tu_latch release;
-	struct job j[2] = { { .release = &release }, { 0 } };
+	struct job j[2] = { { 0 }, { 0 } };
 	tpe_call_fn fns[2] = { job_call, job_call };
 	void *args[2] = { &j[0], &j[1] };
 	tpe_future_t *f[2];
+	int64_t timeout;
 
 	(void)state;
-	tu_latch_init(&release, 1);
-	assert_int_equal(tpe_invoke_all(pool, 2, fns, args, 20 * TU_MS, f),
-	    ETIMEDOUT);
-	assert_false(tpe_future_is_done(f[0]));
-	assert_true(tpe_future_is_cancelled(f[1]));
-	tu_latch_count_down(&release);
-	assert_int_equal(tpe_future_get(f[0], -1, NULL), 0);
-	release_all(f, 2);
+	assert_int_equal(tpe_pause(pool), 0);
+	for (timeout = 0; timeout <= 20 * TU_MS; timeout += 20 * TU_MS) {
+		assert_int_equal(tpe_invoke_all(pool, 2, fns, args, timeout,
+		    f), ETIMEDOUT);
+		assert_true(tpe_future_is_cancelled(f[0]));
+		assert_true(tpe_future_is_cancelled(f[1]));
+		release_all(f, 2);
+	}
+	assert_int_equal(tpe_resume(pool), 0);
 	assert_int_equal(tpe_destroy(pool), 0);
-	assert_int_equal(tu_ran(&j[1]), 0);
-	tu_latch_destroy(&release);
+	assert_int_equal(tu_ran(&j[0]) + tu_ran(&j[1]), 0);
 }
 
 /* A task that calls invoke-all or invoke-any on its own pool. */
@@ -695,10 +695,9 @@ test_compose_invoke_any_none_succeeds(void **state)
 	tpe_t *pool = tu_pool(2, 2, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
 	tpe_t *full = tu_pool(1, 1, TPE_QUEUE_BOUNDED, 1, TPE_REJECT_DISCARD);
 	tpe_t *one = tu_pool(1, 1, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
-	struct tu_saturation sat;
-	struct tu_latch release;
+	struct tu_saturation sat, sat1;
 	struct job j[2] = { { .error = EPERM }, { .error = ENOSPC } };
-	struct job t[2] = { { .release = &release }, { 0 } };
+	struct job t[2] = { { 0 }, { 0 } };
 	tpe_call_fn fns[2] = { job_call, job_call };
 	void *args[2] = { &j[0], &j[1] };
 	void *targs[2] = { &t[0], &t[1] };
@@ -706,7 +705,6 @@ test_compose_invoke_any_none_succeeds(void **state)
 	void *res = TU_SENTINEL;
 
 	(void)state;
-	tu_latch_init(&release, 1);
 	assert_int_equal(tpe_invoke_any(pool, 2, fns, args, -1, f, &res,
 	    NULL), EIO);
 	assert_int_equal(tpe_future_error(f[0]), EPERM);
@@ -722,20 +720,27 @@ test_compose_invoke_any_none_succeeds(void **state)
 	release_all(f, 2);
 	tu_unsaturate(&sat);
 
+	/* The one worker busy: the tasks wait in the queue past the
+	 * timeout, and are cancelled. */
+	tu_saturate(one, 1, 0, &sat1);
 	assert_int_equal(tpe_invoke_any(one, 2, fns, targs, 0, f, &res, NULL),
 	    ETIMEDOUT);
+	assert_true(tpe_future_is_cancelled(f[0]));
+	assert_true(tpe_future_is_cancelled(f[1]));
+	release_all(f, 2);
 	assert_int_equal(tpe_invoke_any(one, 2, fns, targs, 20 * TU_MS, f,
 	    &res, NULL), ETIMEDOUT);
+	assert_true(tpe_future_is_cancelled(f[0]));
 	assert_true(tpe_future_is_cancelled(f[1]));
-	tu_latch_count_down(&release);
-	assert_int_equal(tpe_future_get(f[0], -1, NULL), 0);
 	release_all(f, 2);
+	tu_unsaturate(&sat1);
 	assert_ptr_equal(res, TU_SENTINEL);
 	assert_int_equal(tpe_destroy(pool), 0);
 	assert_int_equal(tpe_destroy(full), 0);
 	assert_int_equal(tpe_destroy(one), 0);
+	assert_int_equal(tu_ran(&t[0]) + tu_ran(&t[1]), 0);
 	tu_saturation_destroy(&sat);
-	tu_latch_destroy(&release);
+	tu_saturation_destroy(&sat1);
 }
 
 int
