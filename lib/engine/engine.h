@@ -97,7 +97,7 @@ const struct tpe__kind *tpe__kind_of(enum tpe_queue_kind kind);
  * priority is its record's (tpe__sched_priority). The stacks engine, whose
  * tasks run in no order, ignores it.
  */
-extern TPE__TLS int tpe__submit_priority;
+extern TPE__TLS int tpe__submit_priority; /* O: each thread its own */
 
 static inline int
 tpe__submit_priority_take(void)
