@@ -333,6 +333,29 @@ test_compose_cq_errors(void **state)
 	tu_saturation_destroy(&sat);
 }
 
+/* tpe_future_then without memory: ENOMEM, the callback never runs and no
+ * reference was taken (the last release frees the future: ASan). */
+static void
+test_compose_then_enomem(void **state)
+{
+	tpe_t *pool = tu_pool(1, 1, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
+	struct tu_latch fired;
+	tpe_future_t *f;
+
+	(void)state;
+	tu_latch_init(&fired, 1);
+	assert_int_equal(tpe_submit(pool, tu_nop_call, NULL, &f), 0);
+	assert_int_equal(tpe_future_get(f, -1, NULL), 0);
+	fault_arm(&malloc_fault, 0, -1, false);
+	assert_int_equal(tpe_future_then(f, count_down_then, &fired, NULL),
+	    ENOMEM);
+	fault_disarm(&malloc_fault);
+	assert_int_equal(tu_latch_count(&fired), 1);
+	tpe_future_release(f);
+	assert_int_equal(tpe_destroy(pool), 0);
+	tu_latch_destroy(&fired);
+}
+
 /* ---- invoke-all ------------------------------------------------------- */
 
 static void
@@ -752,6 +775,7 @@ main(void)
 		cmocka_unit_test(test_compose_cq_shutdown_now),
 		cmocka_unit_test(test_compose_cq_destroy_pending),
 		cmocka_unit_test(test_compose_cq_errors),
+		cmocka_unit_test(test_compose_then_enomem),
 		cmocka_unit_test(test_compose_invoke_all_results),
 		cmocka_unit_test(test_compose_invoke_all_timeout),
 		cmocka_unit_test(test_compose_invoke_from_worker),
