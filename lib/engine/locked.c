@@ -459,7 +459,7 @@ execute_steps_locked(struct tpe__locked *le, struct tpe__task *t, int prio,
     unsigned steps, bool *signal, int *rc)
 {
 	tpe_t *pool = le->pool;
-	bool no_memory = false;
+	bool no_memory;
 
 	TPE__ASSERT_HELD(&pool->lock);
 	*rc = EAGAIN;
@@ -743,20 +743,13 @@ submit_locked_path(struct tpe__locked *le, tpe_fn fn, void *arg,
 
 TPE__TLS int tpe__submit_priority;
 
-/* The engine's submit: the lock-free step 2 where it applies (its queue
- * keeps no order: no priority), else the locked path with the call's
- * priority (engine.h). */
+/* The engine's submit, at the call's priority (engine.h). */
 static int
 locked_submit(struct tpe__engine *e, tpe_fn fn, void *arg,
     struct tpe_future *f)
 {
-	struct tpe__locked *le = locked_of(e);
-	char token = 0; /* this call's owner token: its address (task.h) */
-	int rc;
-
-	if (dispatch_lockfree(le, fn, arg, f, &token, &rc))
-		return rc;
-	return submit_locked_path(le, fn, arg, f, tpe__submit_priority_take());
+	return tpe__locked_submit_plain(locked_of(e), fn, arg, f,
+	    tpe__submit_priority_take());
 }
 
 int
@@ -1322,11 +1315,13 @@ tpe__engine_locked_create(struct tpe__queue *q, const struct tpe__policy *p,
 	return 0;
 }
 
+/* The lock-free step 2 where it applies (its queue keeps no order: the
+ * priority is not needed), else the locked path. */
 int
 tpe__locked_submit_plain(struct tpe__locked *le, tpe_fn fn, void *arg,
     struct tpe_future *f, int prio)
 {
-	char token = 0; /* this call's owner token (task.h) */
+	char token = 0; /* this call's owner token: its address (task.h) */
 	int rc;
 
 	if (dispatch_lockfree(le, fn, arg, f, &token, &rc))
