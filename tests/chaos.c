@@ -115,6 +115,9 @@ static unsigned fault_one_in;
 static int chaos_kind = -1;
 /* TPE_CHAOS_HANG_STOP set: a hang stops the process (on_alarm). */
 static bool hang_stop;
+/* The round's pool until its end's tpe_destroy: a hang prints what its
+ * termination waits for (on_alarm). */
+static tpe_t *hang_pool;
 static uint64_t faults_malloc, faults_create;
 static __thread uint64_t fault_rs;
 
@@ -1238,8 +1241,10 @@ round_create(struct round *r, tpe_attr_t *a, int threads0)
 		if (tries == 20)
 			__atomic_store_n(&fault_one_in, 0, __ATOMIC_SEQ_CST);
 		rc = tpe_create(&r->pool, a);
-		if (rc == 0)
+		if (rc == 0) {
+			__atomic_store_n(&hang_pool, r->pool, __ATOMIC_SEQ_CST);
 			return;
+		}
 		add(&fig.create_refused, 1);
 		CHECK(r->faults && (rc == ENOMEM || rc == EAGAIN),
 		    "tpe_create = %d", rc);
@@ -1448,6 +1453,7 @@ run_round(uint64_t *rs, unsigned max_tasks, unsigned fault_every)
 		    r->before);
 		check_metrics(r->pool, &st);
 	}
+	__atomic_store_n(&hang_pool, NULL, __ATOMIC_SEQ_CST);
 	rc = tpe_destroy(r->pool);
 	CHECK(rc == 0, "tpe_destroy = %d", rc);
 	__atomic_store_n(&fault_one_in, 0, __ATOMIC_SEQ_CST);
@@ -1611,6 +1617,7 @@ static void
 on_alarm(int sig)
 {
 	char msg[160];
+	tpe_t *pool;
 	int len;
 
 	(void)sig;
@@ -1620,6 +1627,20 @@ on_alarm(int sig)
 	(void)!write(2, msg, (size_t)len);
 	(void)!write(2, round_desc, strlen(round_desc));
 	(void)!write(2, "\n", 1);
+	pool = __atomic_load_n(&hang_pool, __ATOMIC_SEQ_CST);
+	if (pool != NULL) {
+		/* Read without the lock (a hung thread may hold it): what
+		 * the pool's termination waits for, as last stored. */
+		len = snprintf(msg, sizeof(msg), "chaos: the pool: state %d "
+		    "threads %zu wc %zu handing back %zu paused %d timer "
+		    "owes %d\n", __atomic_load_n(&pool->state,
+		    __ATOMIC_RELAXED), __atomic_load_n(&pool->nthreads,
+		    __ATOMIC_RELAXED), __atomic_load_n(&pool->wc,
+		    __ATOMIC_RELAXED), __atomic_load_n(&pool->handing_back,
+		    __ATOMIC_RELAXED), (int)__atomic_load_n(&pool->paused,
+		    __ATOMIC_RELAXED), (int)tpe__sched_owes(&pool->sched_hook));
+		(void)!write(2, msg, (size_t)len);
+	}
 	if (hang_stop) {
 		/* TPE_CHAOS_HANG_STOP: stopped as it hangs, for a debugger
 		 * to attach (gdb -p PID) and look at every thread. */
