@@ -1241,7 +1241,8 @@ test_future_then_order_and_release(void **state)
 	}
 	tpe_future_release(f); /* the continuations hold their own */
 	tu_latch_count_down(&release);
-	tu_latch_wait(&fired);
+	/* They run on the worker within its task: done when it is idle. */
+	assert_int_equal(tpe_wait_idle(pool, -1), 0);
 	for (i = 0; i < 3; i++) {
 		assert_int_equal(tu_ran(&r[i]), 1);
 		assert_int_equal(r[i].order, i);
@@ -1348,6 +1349,8 @@ test_future_then_on_pool(void **state)
 		assert_int_equal(tpe_future_get(f, -1, NULL), 0);
 		assert_int_equal(tpe_future_then(f, then_record, &r1, b), 0);
 		tu_latch_wait(&fired);
+		/* The task there has ended, and its guard with it: once. */
+		assert_int_equal(tpe_wait_idle(b, -1), 0);
 		assert_int_equal(tu_ran(&r1), 1);
 		assert_true(pool_threads_has(&pt, r1.thread));
 		assert_int_equal(r1.rc, 0);
