@@ -706,6 +706,64 @@ test_priority_blocking_submit(void **state)
 	assert_int_equal(log.id[2], 3);
 }
 
+/* The blocking forms' own errors: EDEADLK from the only worker of a
+ * saturated pool, ECANCELED once shut down. */
+struct deadlock_task {
+	tpe_t *pool;
+	struct tu_latch *go;
+	struct logged *l;
+	int rc;
+};
+
+static void
+deadlock_fn(void *arg)
+{
+	struct deadlock_task *d = arg;
+
+	tu_latch_wait(d->go);
+	d->rc = tpe_execute_wait_priority(d->pool, log_fn, d->l, 3, -1);
+}
+
+static void
+test_priority_wait_errors(void **state)
+{
+	struct tu_latch go, done;
+	struct run_log log = { 0 };
+	struct logged l[2] = { { &log, 0, 0, 0 }, { &log, 1, 3, 0 } };
+	struct deadlock_task d;
+	struct tu_blocker fin;
+	tpe_future_t *f = NULL;
+	tpe_t *p;
+
+	(void)state;
+	p = tu_pool_with(&(struct tu_pool_opts){ .core = 1, .max = 1,
+	    .queue = TPE_QUEUE_PRIORITY, .capacity = 1 });
+	tu_latch_init(&go, 1);
+	tu_latch_init(&done, 1);
+	d = (struct deadlock_task){ p, &go, &l[1], -1 };
+	assert_int_equal(tpe_execute(p, deadlock_fn, &d), 0);
+	/* The queue full behind it, then the task asks to wait. */
+	assert_int_equal(tpe_execute_priority(p, log_fn, &l[0], 0), 0);
+	tu_latch_count_down(&go);
+	fin = (struct tu_blocker){ NULL, NULL, &done, 0 };
+	assert_int_equal(tpe_execute_wait_priority(p, tu_blocker_fn, &fin, 0,
+	    TU_WAIT_BOUND), 0);
+	assert_true(tu_latch_wait_for(&done, TU_WAIT_BOUND));
+	assert_int_equal(d.rc, EDEADLK);
+	assert_int_equal(tu_ran(&l[1]), 0);
+	assert_int_equal(tpe_shutdown(p), 0);
+	assert_int_equal(tpe_execute_wait_priority(p, log_fn, &l[1], 3,
+	    TU_WAIT_BOUND), ECANCELED);
+	assert_int_equal(tpe_submit_wait_priority(p, log_call, &l[1], 3,
+	    TU_WAIT_BOUND, &f), ECANCELED);
+	assert_int_equal(tpe_submit_wait_priority(p, log_call, &l[1], 3,
+	    TU_WAIT_BOUND, NULL), EINVAL);
+	assert_int_equal(tpe_destroy(p), 0);
+	assert_int_equal(log.n, 1);
+	tu_latch_destroy(&go);
+	tu_latch_destroy(&done);
+}
+
 /* Scale-first, core 1, max 2: both workers held, the tasks queue (the
  * re-enqueue at max); one worker let go runs them in priority order. */
 static void
@@ -858,6 +916,7 @@ main(void)
 		cmocka_unit_test(test_priority_remove_purge_handback),
 		cmocka_unit_test(test_priority_futures),
 		cmocka_unit_test(test_priority_blocking_submit),
+		cmocka_unit_test(test_priority_wait_errors),
 		cmocka_unit_test(test_priority_scale_first),
 		cmocka_unit_test(test_priority_scheduled),
 		cmocka_unit_test(test_priority_ignored_by_other_kinds),
