@@ -233,7 +233,8 @@ test_priority_heap_remove_if(void **state)
 /* A task that logs its id in the order the tasks ran. */
 #define LOG_MAX 4096
 struct run_log {
-	int n;
+	int n;       /* taken by a task before it writes its id */
+	int ended;   /* counted after it wrote it (release) */
 	int id[LOG_MAX];
 };
 
@@ -253,6 +254,15 @@ log_fn(void *arg)
 	__atomic_add_fetch(&l->ran, 1, __ATOMIC_SEQ_CST);
 	if (i < LOG_MAX)
 		l->log->id[i] = l->id;
+	/* Release: a reader that sees the count (acquire) sees the id. */
+	__atomic_add_fetch(&l->log->ended, 1, __ATOMIC_RELEASE);
+}
+
+/* How many logged tasks ended, their ids readable (acquire). */
+static int
+ended(const struct run_log *log)
+{
+	return __atomic_load_n(&log->ended, __ATOMIC_ACQUIRE);
 }
 
 static void *
@@ -690,8 +700,7 @@ test_priority_blocking_submit(void **state)
 	assert_int_equal(w.rc, 0);
 	assert_int_equal(tu_stats(p).queued, 2);
 	tu_latch_count_down(&release);
-	assert_true(TU_EVENTUALLY(__atomic_load_n(&log.n, __ATOMIC_SEQ_CST) ==
-	    2, TU_WAIT_BOUND));
+	assert_true(TU_EVENTUALLY(ended(&log) == 2, TU_WAIT_BOUND));
 	/* Room now: the future variant. */
 	assert_int_equal(tpe_submit_wait_priority(p, log_call, &l[3], 9,
 	    TU_WAIT_BOUND, &f), 0);
@@ -793,8 +802,7 @@ test_priority_scale_first(void **state)
 	assert_int_equal(tu_stats(p).queued, 5);
 	assert_int_equal(tu_stats(p).pool_size, 2);
 	tu_latch_count_down(&release1);
-	assert_true(TU_EVENTUALLY(__atomic_load_n(&log.n, __ATOMIC_SEQ_CST) ==
-	    5, TU_WAIT_BOUND));
+	assert_true(TU_EVENTUALLY(ended(&log) == 5, TU_WAIT_BOUND));
 	assert_rank_order(&log, l, 5);
 	tu_latch_count_down(&release2);
 	assert_int_equal(tpe_destroy(p), 0);
