@@ -8,6 +8,7 @@
  *
  * Tasks never call cmocka's asserts: they record, the test thread asserts.
  */
+#define TU_FAULT_INJECTION /* this binary links the --wrap wrappers */
 #include "helpers.h"
 
 struct conf {
@@ -351,6 +352,22 @@ test_apply_arguments(void **state)
 	free(h.ran);
 }
 
+/* No memory for the loop's state: the caller runs every index. */
+static void
+test_apply_out_of_memory_runs_here(void **state)
+{
+	struct hits h = hits_new(500);
+	tpe_t *p = tu_pool(2, 2, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
+
+	(void)state;
+	fault_arm(&malloc_fault, 0, -1, false);
+	assert_int_equal(tpe_parallel_for(p, h.n, hit_fn, &h), 0);
+	assert_true(fault_disarm(&malloc_fault) > 0);
+	assert_each_once(&h);
+	tpe_destroy(p);
+	free(h.ran);
+}
+
 int
 main(void)
 {
@@ -363,6 +380,7 @@ main(void)
 		cmocka_unit_test(test_apply_shut_down_pool_caller_runs_all),
 		cmocka_unit_test(test_apply_from_worker_of_pool_of_one),
 		cmocka_unit_test(test_apply_arguments),
+		cmocka_unit_test(test_apply_out_of_memory_runs_here),
 	};
 
 	tu_time_bound(0);

@@ -9,6 +9,7 @@
  * opens them); nothing sleeps. Tasks never call cmocka's asserts: they
  * record, the test thread asserts.
  */
+#define TU_FAULT_INJECTION /* this binary links the --wrap wrappers */
 #include "helpers.h"
 
 /* ---- the configurations (as test_conformance's) ----------------------- */
@@ -607,6 +608,31 @@ test_group_null_arguments(void **state)
 	assert_int_equal(tu_load(&ran), 0);
 }
 
+/* ENOMEM: a group that cannot be allocated, a member whose node cannot
+ * be (never added). */
+static void
+test_group_out_of_memory(void **state)
+{
+	tpe_group_t *g = TU_SENTINEL;
+	tpe_t *p = tu_pool(1, 1, TPE_QUEUE_UNBOUNDED, 0, TPE_REJECT_ABORT);
+	int ran = 0;
+
+	(void)state;
+	fault_arm(&malloc_fault, 0, -1, false);
+	assert_int_equal(tpe_group_create(&g), ENOMEM);
+	assert_true(fault_disarm(&malloc_fault) > 0);
+	assert_ptr_equal(g, TU_SENTINEL);
+	assert_int_equal(tpe_group_create(&g), 0);
+	fault_arm(&malloc_fault, 0, -1, false);
+	assert_int_equal(tpe_group_execute(g, p, tu_count_fn, &ran), ENOMEM);
+	assert_true(fault_disarm(&malloc_fault) > 0);
+	assert_int_equal(tpe_group_size(g), 0);
+	assert_int_equal(tpe_group_wait(g, 0), 0);
+	assert_int_equal(tpe_group_destroy(g), 0);
+	tpe_destroy(p);
+	assert_int_equal(tu_load(&ran), 0);
+}
+
 int
 main(void)
 {
@@ -624,6 +650,7 @@ main(void)
 		cmocka_unit_test(test_group_notify_on_refusal),
 		cmocka_unit_test(test_group_wait_from_own_worker_edeadlk),
 		cmocka_unit_test(test_group_null_arguments),
+		cmocka_unit_test(test_group_out_of_memory),
 	};
 
 	tu_time_bound(0);
