@@ -112,11 +112,14 @@ take_chunk(struct apply *a, size_t *first)
 static void
 run_chunks(struct apply *a)
 {
+	tpe_apply_fn fn = a->fn; /* I: in locals, not reloaded after each */
+	void *arg = a->arg;      /* call, which the compiler must assume
+				  * may change *a */
 	size_t first, c, i;
 
 	while ((c = take_chunk(a, &first)) != 0) {
 		for (i = first; i < first + c; i++)
-			a->fn(i, a->arg);
+			fn(i, arg);
 		/* seq_cst add (release suffices): the chunk's effects before
 		 * the caller's acquire load of done == n; the thread that
 		 * completes n wakes it (park.h: change, then wake). */

@@ -49,6 +49,13 @@
  * GROUP_POOLS pools it was given (a set of words, lock-free); after more,
  * every worker of any pool counts as one of them.
  *
+ * Fork. In the child of a fork(), a pool's atfork handler frees the
+ * queued nodes the parent's workers would have run (pool.c), and each
+ * freed member ends here like one that tpe_remove took: a group whose
+ * members were all queued becomes empty in the child, and its armed
+ * notify runs there, in that handler. A member that was running in
+ * another thread never ends in the child: its group stays non-empty.
+ *
  * Legend: doc/architecture.md.
  */
 #include <errno.h>
