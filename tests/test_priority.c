@@ -773,6 +773,28 @@ test_priority_wait_errors(void **state)
 	tu_latch_destroy(&done);
 }
 
+/* A blocking submitter beside a worker that drains the queue: whether
+ * the pool can saturate is decided without the lock from what is fixed
+ * at create, not from the queue's room (a data race under TSan). */
+static void
+test_priority_wait_beside_worker(void **state)
+{
+	static struct logged l[20000];
+	struct run_log log = { 0 };
+	int i;
+	tpe_t *p;
+
+	(void)state;
+	p = tu_pool(1, 1, TPE_QUEUE_PRIORITY, 2, TPE_REJECT_ABORT);
+	for (i = 0; i < 20000; i++) {
+		l[i] = (struct logged){ &log, i, i % 3, 0 };
+		assert_int_equal(tpe_execute_wait_priority(p, log_fn, &l[i],
+		    i % 3, -1), 0);
+	}
+	assert_int_equal(tpe_destroy(p), 0);
+	assert_int_equal(log.n, 20000);
+}
+
 /* Scale-first, core 1, max 2: both workers held, the tasks queue (the
  * re-enqueue at max); one worker let go runs them in priority order. */
 static void
@@ -925,6 +947,7 @@ main(void)
 		cmocka_unit_test(test_priority_futures),
 		cmocka_unit_test(test_priority_blocking_submit),
 		cmocka_unit_test(test_priority_wait_errors),
+		cmocka_unit_test(test_priority_wait_beside_worker),
 		cmocka_unit_test(test_priority_scale_first),
 		cmocka_unit_test(test_priority_scheduled),
 		cmocka_unit_test(test_priority_ignored_by_other_kinds),

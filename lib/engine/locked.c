@@ -1310,6 +1310,9 @@ tpe__engine_locked_create(struct tpe__queue *q, const struct tpe__policy *p,
 	/* The lock-free step 2 needs an inbox and no gate (a gated offer
 	 * must see takers under the lock). */
 	le->lockfree = q->inbox != NULL && !p->queue_needs_taker;
+	/* Asked once, of the empty queue: the blocking submit reads it
+	 * without the lock, where the room left is L's. */
+	le->unbounded = q->ops->remaining(q) == SIZE_MAX;
 	tpe__cond_init(&le->work_cond);
 	*e = &le->base;
 	return 0;

@@ -21,6 +21,9 @@ struct tpe__locked {
 	struct tpe__queue *q;       /* I; contents L */
 	struct tpe__policy policy;  /* I */
 	bool lockfree;              /* I: step 2 may push without the lock */
+	bool unbounded;             /* I: the queue never refuses for want
+				     * of room (its remaining room at create
+				     * was SIZE_MAX) */
 	pthread_cond_t work_cond;   /* W: idle workers wait here, with L;
 				     * offers and the cascade signal it */
 	unsigned config_gen;        /* L: bumped to make waiting workers

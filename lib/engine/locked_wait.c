@@ -132,8 +132,8 @@ wait_in_line_locked(struct tpe__locked *le, struct tpe__task *t, int prio,
 /*
  * Whether execute on this pool never reaches a rejection verdict: storage
  * that never refuses for want of room (the unbounded queue, engine.h's
- * TPE__CAP_UNBOUNDED; the unbounded priority queue, which says so by its
- * remaining room) under a policy without a gate on step 2. Then the blocking calls are the
+ * TPE__CAP_UNBOUNDED; the unbounded priority queue: le->unbounded) under
+ * a policy without a gate on step 2. No lock held: I fields only. Then the blocking calls are the
  * plain ones. Not scale-first on an unbounded queue: its gate refuses a
  * task when no worker is idle, and when none can start either, execute
  * runs the verdicts (caller-runs would run the task here).
@@ -141,8 +141,7 @@ wait_in_line_locked(struct tpe__locked *le, struct tpe__task *t, int prio,
 static bool
 never_saturates(const struct tpe__locked *le)
 {
-	return ((le->base.caps & TPE__CAP_UNBOUNDED) != 0 ||
-	    le->q->ops->remaining(le->q) == SIZE_MAX) &&
+	return ((le->base.caps & TPE__CAP_UNBOUNDED) != 0 || le->unbounded) &&
 	    !le->policy.queue_needs_taker;
 }
 
