@@ -263,7 +263,9 @@ rebuild() {
 	) >"$1/make.log" 2>&1
 }
 
-# restore DIR FILE: the original file and objects back.
+# restore DIR FILE PROGRAM: the original file, objects and program back
+# (the program as the first build linked it: a case later run unmutated in
+# this lane must not run the last mutation's link).
 restore() {
 	cp -p "$1/orig" "$1/src/$2"
 	for o in $(cat "$1/objects" 2>/dev/null); do
@@ -272,6 +274,7 @@ restore() {
 		fi
 	done
 	: >"$1/objects"
+	cp -p "$1/src/_m/$3.pristine" "$1/src/_m/$3"
 }
 
 # verified DIR PROGRAM CASE: 0 when the case passes unmutated in the lane
@@ -341,7 +344,7 @@ lane() {
 		rebuild "$dir" "$prog" "$file"
 		status=$?
 		if test $status -ne 0; then
-			restore "$dir" "$file"
+			restore "$dir" "$file" "$prog"
 			if test $status -eq 1; then
 				echo "ERROR    $id: $prog is not built from $file" |
 				    tee -a "$dir/results"
@@ -379,7 +382,7 @@ lane() {
 				test "$n" -eq "$runs" || break
 			fi
 		done
-		restore "$dir" "$file"
+		restore "$dir" "$file" "$prog"
 		how=""
 		if test $bounded -gt 0; then
 			how=", by the time bound ($bound s)"
@@ -402,6 +405,10 @@ lane() {
 	done <"$scratch/list"
 }
 
+# Each program as the first build linked it (restore).
+for p in $programs; do
+	cp -p "$scratch/src/_m/$p" "$scratch/src/_m/$p.pristine"
+done
 k=0
 while test $k -lt "$lanes"; do
 	mkdir "$scratch/lane.$k"
