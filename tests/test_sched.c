@@ -1838,6 +1838,71 @@ test_sched_shutdown_now_hands_back_after_shutdown(void **state)
 	assert_int_equal(tpe_destroy(p), 0);
 }
 
+/*
+ * A continuation of a due one-shot scheduled task that tpe_shutdown_now
+ * drains from the pool's queue runs when its future is cancelled there,
+ * and may call into the pool: the future is cancelled outside the pool's
+ * lock. (Cancelled under it, the continuation's tpe_get_stats deadlocked
+ * on the lock its own thread held; the debug build asserted.)
+ */
+static tpe_t *then_pool;
+static int then_stats_rc = -1;
+static int then_cancelled = -1;
+
+static void
+then_reads_stats(tpe_future_t *f, void *ctx)
+{
+	struct tpe_stats st;
+
+	(void)ctx;
+	then_cancelled = tpe_future_is_cancelled(f);
+	then_stats_rc = tpe_get_stats(then_pool, &st, sizeof(st));
+	tpe_future_release(f);
+}
+
+static size_t
+queued_of(tpe_t *p)
+{
+	struct tpe_stats st;
+
+	return tpe_get_stats(p, &st, sizeof(st)) == 0 ? st.queued : SIZE_MAX;
+}
+
+static void
+test_sched_shutdown_now_continuation_outside_lock(void **state)
+{
+	struct tu_saturation sat;
+	struct tally t;
+	tpe_future_t *f;
+	tpe_t *p = flagged_pool(&(struct tu_pool_opts){ .core = 1, .max = 1,
+	    .queue = TPE_QUEUE_UNBOUNDED }, 0);
+
+	(void)state;
+	memset(&t, 0, sizeof(t));
+	then_pool = p;
+	then_stats_rc = then_cancelled = -1;
+	tu_saturate(p, 1, 0, &sat);
+	assert_int_equal(tpe_schedule(p, tally_fn, &t, 0, &f), 0);
+	/* Due, and entered: in the pool's queue behind the blocked worker
+	 * (queued counts the timer's heap, not a record it holds while it
+	 * enters it: queued 1 with the heap empty is the pool's queue). */
+	assert_true(TU_EVENTUALLY(
+	    tpe__sched_pending(&p->sched_hook) == 0 && queued_of(p) == 1,
+	    TU_WAIT_BOUND));
+	assert_int_equal(tpe_future_then(f, then_reads_stats, NULL, NULL), 0);
+	assert_int_equal(then_stats_rc, -1); /* not done yet */
+	assert_int_equal(tpe_shutdown_now(p, handed_cb, &t), 0);
+	assert_int_equal(then_cancelled, 1);
+	assert_int_equal(then_stats_rc, 0);
+	assert_int_equal(t.handed, 1);
+	assert_int_equal(t.ran, 0);
+	tu_unsaturate(&sat);
+	assert_int_equal(tpe_await_termination(p, 30 * TU_S), 0);
+	tpe_future_release(f);
+	assert_int_equal(tpe_destroy(p), 0);
+	tu_saturation_destroy(&sat);
+}
+
 /* tpe_wait_idle counts a scheduled task whose delay has passed as queued
  * work (held in the timer here), and not one still ahead. */
 static void
@@ -2107,6 +2172,8 @@ main(void)
 		cmocka_unit_test(test_sched_purge_due_cancelled),
 		cmocka_unit_test(test_sched_wait_idle_counts_due),
 		cmocka_unit_test(test_sched_shutdown_now_hands_back_after_shutdown),
+		cmocka_unit_test(
+		    test_sched_shutdown_now_continuation_outside_lock),
 		cmocka_unit_test(test_sched_fixed_rate_keeps_rate),
 		cmocka_unit_test(test_sched_refused_retry_paced),
 		cmocka_unit_test(test_sched_drop_delayed_keeps_due),

@@ -25,10 +25,8 @@
  * Firing takes no lock of the future's. The completing threads: the one
  * that ran the callable; for a cancel, the caller of tpe_future_cancel,
  * the thread that hands a task back (no pool lock held, task.c), or
- * lib/sched's; tpe__sched_translate cancels under pool->lock, so a
- * continuation of a due one-shot scheduled task drained by
- * tpe_shutdown_now runs under that lock (tpe_future_then(3) says what it
- * may not do there).
+ * lib/sched's (no pool lock held either: tpe_shutdown_now translates the
+ * scheduled tasks it drained after it dropped the lock).
  */
 #include <errno.h>
 #include <stdlib.h>

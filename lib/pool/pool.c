@@ -421,19 +421,28 @@ ensure_worker_locked(tpe_t *pool)
 /*
  * Hands the tasks a drain removed (out) to cb outside the lock; L held on
  * entry and, when it returns true, on return. Termination waits until they
- * are all handed back (handing_back). False: cb forked and this is the
- * child (the lock is not held; touch nothing of the pool, as tpe_shutdown).
+ * are all handed back (handing_back). With `translate` (a cb that is not
+ * the pool's discard callback, which passes through the scheduler), the
+ * scheduled tasks among them are first turned into the user's pairs, their
+ * futures cancelled, also outside the lock: a future's cancel runs its
+ * continuations (tpe_future_then(3)), which may call into the pool. False:
+ * cb forked and this is the child (the lock is not held; touch nothing of
+ * the pool, as tpe_shutdown).
  */
 static bool
 hand_back_removed_locked(tpe_t *pool, struct tpe__task_list *out,
-    tpe_handback_fn cb, void *ctx)
+    tpe_handback_fn cb, void *ctx, bool translate)
 {
+	struct tpe__task *t;
+
 	TPE__ASSERT_HELD(&pool->lock);
 	if (out->count == 0)
 		return true;
 	pool->handing_back++;
 	tpe__pool_notify_idle_locked(pool);
 	tpe__mutex_unlock(&pool->lock);
+	for (t = translate ? out->head : NULL; t != NULL; t = t->next)
+		tpe__sched_translate(&pool->sched_hook, t);
 	if (!tpe__task_hand_back_list(&pool->tasks, out, cb, ctx))
 		return false;
 	tpe__mutex_lock(&pool->lock);
@@ -483,22 +492,10 @@ tpe_shutdown(tpe_t *pool)
 		    SIZE_MAX, &orphans);
 	}
 	if (!hand_back_removed_locked(pool, &orphans, pool->attr.discard,
-	    pool->attr.discard_ctx))
+	    pool->attr.discard_ctx, false))
 		return 0; /* forked in cb: the child's pool is done */
 	unlock_and_terminate(pool);
 	return 0;
-}
-
-/* Scheduled tasks among drained ones go back as the user's fn/arg
- * (sched.h). L held. */
-static void
-sched_translate_locked(tpe_t *pool, struct tpe__task_list *out)
-{
-	struct tpe__task *t;
-
-	TPE__ASSERT_HELD(&pool->lock);
-	for (t = out->head; t != NULL; t = t->next)
-		tpe__sched_translate(&pool->sched_hook, t);
 }
 
 int
@@ -531,8 +528,7 @@ tpe_shutdown_now(tpe_t *pool, tpe_handback_fn drained, void *ctx)
 	pool->handing_back--;
 	pool->engine->ops->drain_locked(pool->engine, NULL, NULL, SIZE_MAX,
 	    &out);
-	sched_translate_locked(pool, &out);
-	if (!hand_back_removed_locked(pool, &out, drained, ctx))
+	if (!hand_back_removed_locked(pool, &out, drained, ctx, true))
 		return 0; /* forked in drained: see tpe_shutdown */
 	unlock_and_terminate(pool);
 	return 0;
@@ -879,7 +875,7 @@ tpe_purge(tpe_t *pool, size_t *purged)
 		*purged = out.count + sched_purged;
 	if (out.count > 0)
 		tpe__pool_room_locked(pool);
-	if (!hand_back_removed_locked(pool, &out, cb, ctx))
+	if (!hand_back_removed_locked(pool, &out, cb, ctx, false))
 		return 0; /* forked in cb: see tpe_shutdown */
 	unlock_and_terminate(pool);
 	return 0;

@@ -78,9 +78,10 @@ tpe__sched_owes(const struct tpe__sched_hook *h)
  *   (it refuses every task then) and before it drains its queue. Every
  *   pending scheduled task goes to cb (user fn/arg) once. False: forked in
  *   cb (touch nothing).
- * tpe__sched_translate: for each node tpe_shutdown_now drained: a due
- *   scheduled task gets its user fn/arg back (its future cancelled); any
- *   other node is left untouched.
+ * tpe__sched_translate: for each node tpe_shutdown_now drained, without
+ *   pool->lock (the future's cancel runs its continuations, which may
+ *   call into the pool): a due scheduled task gets its user fn/arg back
+ *   (its future cancelled); any other node is left untouched.
  * tpe__sched_dropped: the match of tpe_purge and tpe_shutdown for queued
  *   nodes (pool->lock held, no lock of sched's taken): a due scheduled
  *   task that will not run (its future cancelled, or a periodic run after
