@@ -54,6 +54,15 @@ struct queue_priority {
 	struct prio_entry *heap; /* L: heap[0] ranks first */
 };
 
+/* The queue behind the interface's base: through void *, since its
+ * 64-bit field raises its alignment above the base's on 32-bit CPUs
+ * (-Wcast-align on armhf); the base is its first member. */
+static struct queue_priority *
+pq_of(struct tpe__queue *q)
+{
+	return (struct queue_priority *)(void *)q;
+}
+
 /* Whether a is polled before b. */
 static bool
 ranks_before(const struct prio_entry *a, const struct prio_entry *b)
@@ -131,7 +140,7 @@ static int
 priority_offer_ranked(struct tpe__queue *q, struct tpe__task *t,
     size_t takers, int priority)
 {
-	struct queue_priority *pq = (struct queue_priority *)q;
+	struct queue_priority *pq = pq_of(q);
 	int rc;
 
 	(void)takers;
@@ -156,7 +165,7 @@ priority_offer(struct tpe__queue *q, struct tpe__task *t, size_t takers)
 static struct tpe__task *
 priority_poll(struct tpe__queue *q)
 {
-	struct queue_priority *pq = (struct queue_priority *)q;
+	struct queue_priority *pq = pq_of(q);
 
 	return pq->n == 0 ? NULL : take_at(pq, 0);
 }
@@ -164,13 +173,14 @@ priority_poll(struct tpe__queue *q)
 static size_t
 priority_size(struct tpe__queue *q)
 {
-	return ((const struct queue_priority *)q)->n;
+	return pq_of(q)->n;
 }
 
 static size_t
 priority_remaining(const struct tpe__queue *q)
 {
-	const struct queue_priority *pq = (const struct queue_priority *)q;
+	const struct queue_priority *pq =
+	    (const struct queue_priority *)(const void *)q;
 
 	return pq->capacity == 0 ? SIZE_MAX : pq->capacity - pq->n;
 }
@@ -187,7 +197,7 @@ static size_t
 priority_remove_if(struct tpe__queue *q, tpe__task_match_fn match,
     void *ctx, size_t max, struct tpe__task_list *out)
 {
-	struct queue_priority *pq = (struct queue_priority *)q;
+	struct queue_priority *pq = pq_of(q);
 	struct prio_entry *h = pq->heap;
 	size_t i, kept = 0, k, moved;
 
@@ -233,7 +243,7 @@ drops_before(const struct prio_entry *a, const struct prio_entry *b)
 static struct tpe__task *
 priority_drop_oldest(struct tpe__queue *q)
 {
-	struct queue_priority *pq = (struct queue_priority *)q;
+	struct queue_priority *pq = pq_of(q);
 	size_t i, victim = 0;
 
 	if (pq->n == 0)
@@ -248,7 +258,7 @@ priority_drop_oldest(struct tpe__queue *q)
 static void
 priority_destroy(struct tpe__queue *q)
 {
-	struct queue_priority *pq = (struct queue_priority *)q;
+	struct queue_priority *pq = pq_of(q);
 
 	free(pq->heap);
 	free(pq);
