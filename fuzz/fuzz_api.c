@@ -395,7 +395,8 @@ static tpe_strategy_t *strategy;
 static bool
 may_refuse(void)
 {
-	if (m.kind != TPE_QUEUE_BOUNDED && m.kind != TPE_QUEUE_HANDOFF)
+	if (m.kind != TPE_QUEUE_BOUNDED && m.kind != TPE_QUEUE_HANDOFF &&
+	    !(m.kind == TPE_QUEUE_PRIORITY && m.cap > 0))
 		return false;
 	return m.rejection == TPE_REJECT_ABORT ||
 	    m.rejection == TPE_REJECT_DISCARD_OLDEST;
@@ -409,7 +410,7 @@ create_pool(void)
 	tpe_attr_t *attr;
 	tpe_t *p = NULL;
 	size_t core = take() % 4, max = take() % 5;
-	int kind = (int)(take() % 5), cap = (int)(take() % 4);
+	int kind = (int)(take() % 6), cap = (int)(take() % 4);
 	int policy = (int)(take() % 3), rej = (int)(take() % 5);
 	int reserved = (int)(take() % 5) - 2;
 	unsigned sched_flags;
@@ -426,9 +427,10 @@ create_pool(void)
 		core = max = 2;
 		(void)EXPECT(tpe_attr_set_pool_size(attr, 2, 2), 0);
 	}
-	ok = kind <= TPE_QUEUE_PER_WORKER &&
+	/* The priority kind takes any capacity (0: unbounded). */
+	ok = kind == TPE_QUEUE_PRIORITY || (kind <= TPE_QUEUE_PER_WORKER &&
 	    (kind == TPE_QUEUE_BOUNDED ? cap > 0 : cap == 0) &&
-	    (kind != TPE_QUEUE_PER_WORKER || core == max);
+	    (kind != TPE_QUEUE_PER_WORKER || core == max));
 	(void)EXPECT(tpe_attr_set_queue(attr, (enum tpe_queue_kind)kind,
 	    (size_t)cap), ok ? 0 : EINVAL);
 	if (!ok) {
@@ -2093,7 +2095,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			 */
 			int64_t timeout = take() % 2 == 0 ? 0 : 100000;
 			bool may_wait = (m.kind == TPE_QUEUE_BOUNDED ||
-			    m.kind == TPE_QUEUE_HANDOFF);
+			    m.kind == TPE_QUEUE_HANDOFF ||
+			    (m.kind == TPE_QUEUE_PRIORITY && m.cap > 0));
 
 			if ((s = new_slot(code == OP_SUBMIT_WAIT ? FUTURE :
 			    PLAIN)) == NULL)

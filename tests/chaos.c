@@ -18,8 +18,10 @@
  * core timeout and reserved threads, and every hook (task, thread,
  * terminated, discard callback). Submitter threads start on a barrier and
  * give every task id of their share to an "actor" from the table `actors`
- * (tpe_execute, tpe_execute_typed, tpe_try_execute, tpe_submit with
- * tpe_future_get / cancel / release, tpe_execute then tpe_remove, and the
+ * (tpe_execute_priority with a priority from -2 to 2, which the priority
+ * kind ranks and the others ignore, tpe_execute_typed, tpe_try_execute,
+ * tpe_submit with tpe_future_get / cancel / release, tpe_execute then
+ * tpe_remove, and the
  * blocking tpe_execute_wait and tpe_submit_wait with random timeouts,
  * forever included, which never reach the rejection policy; tpe_schedule
  * and tpe_schedule_call with delays from "now" to 2 ms, or 10 s and an
@@ -304,6 +306,7 @@ struct round {
 	unsigned kind, policy, rej, nsub;
 	size_t core, max;
 	bool per_worker, faults;
+	bool bounded;                /* the queue has a capacity */
 	unsigned sched_flags;        /* TPE_SCHED_* of the pool */
 	enum end_mode end;
 	unsigned trigger;            /* END_SHUTDOWN*: after this many attempts;
@@ -551,8 +554,9 @@ struct actor {
 static int
 give_execute(struct round *r, struct slot *s, uint64_t *rs)
 {
-	(void)rs;
-	return tpe_execute(r->pool, slot_run, s);
+	/* A priority from -2 to 2 (ignored by every kind but priority). */
+	return tpe_execute_priority(r->pool, slot_run, s,
+	    (int)tu_rnd(rs, 5) - 2);
 }
 
 static int
@@ -588,8 +592,7 @@ wait_timeout(uint64_t *rs)
 static int
 waited(struct round *r, struct slot *s, int rc)
 {
-	bool can_wait = r->kind == TPE_QUEUE_BOUNDED ||
-	    r->kind == TPE_QUEUE_HANDOFF;
+	bool can_wait = r->bounded || r->kind == TPE_QUEUE_HANDOFF;
 
 	CHECK(can_wait || (rc != ETIMEDOUT && rc != EDEADLK),
 	    "slot %u: queue kind %u, blocking submit = %d", s->id,
@@ -1166,7 +1169,7 @@ chaos_main(void *arg)
 /* ---- one round ---------------------------------------------------------- */
 
 static const char *queue_names[] = { "unbounded", "bounded", "handoff",
-	"per-worker" };
+	"per-worker", "priority" };
 static const char *rej_names[] = { "abort", "caller-runs", "discard",
 	"discard-oldest", "custom" };
 
@@ -1178,7 +1181,7 @@ round_attr(struct round *r, uint64_t *rs)
 	int64_t ka;
 	int rc;
 
-	r->kind = tu_rnd(rs, 4);
+	r->kind = tu_rnd(rs, 5);
 	if (chaos_kind >= 0)
 		r->kind = chaos_kind; /* TPE_CHAOS_KIND; the draw stays */
 	r->policy = tu_rnd(rs, 2);
@@ -1190,8 +1193,11 @@ round_attr(struct round *r, uint64_t *rs)
 		r->core = r->max;
 		r->policy = TPE_POLICY_QUEUE_FIRST;
 	}
-	if (r->kind == TPE_QUEUE_BOUNDED)
+	/* The priority kind: bounded one round in two. */
+	if (r->kind == TPE_QUEUE_BOUNDED ||
+	    (r->kind == TPE_QUEUE_PRIORITY && tu_rnd(rs, 2) == 0))
 		cap = 1 + tu_rnd(rs, 32);
+	r->bounded = cap > 0;
 	r->sched_flags = tu_rnd(rs, 8);
 	ka = (int64_t)tu_rnd(rs, 3000) * 1000;   /* 0 .. 3 ms */
 	rc = tpe_attr_create(&a);
@@ -1679,7 +1685,7 @@ main(int argc, char **argv)
 		tasks = MAX_SUBMITTERS;
 	hang_stop = getenv("TPE_CHAOS_HANG_STOP") != NULL;
 	if (getenv("TPE_CHAOS_KIND") != NULL)
-		chaos_kind = (int)(env_ul("TPE_CHAOS_KIND", 0) % 4);
+		chaos_kind = (int)(env_ul("TPE_CHAOS_KIND", 0) % 5);
 	signal(SIGALRM, on_alarm);
 	/* Each round counts threads from here on. */
 	(void)tu_thread_baseline(__real_pthread_create);
