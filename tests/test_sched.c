@@ -1903,6 +1903,88 @@ test_sched_shutdown_now_continuation_outside_lock(void **state)
 	tu_saturation_destroy(&sat);
 }
 
+/*
+ * Two first schedules of a pool race to make its scheduler; the loser's
+ * timer must touch nothing of the pool's hook. Built exactly: A's
+ * scheduler is made and held before its timer starts; B's wins, and
+ * tpe_shutdown leaves it owing a delayed task (the pool must not
+ * terminate); then A's timer starts. Before the fix, its first loop
+ * stored its own debt (none) over B's and settled the pool, which
+ * terminated with the task still held (tests/chaos: "terminated pool not
+ * empty", queued held in the timer). The made hook then gives A's timer a
+ * bounded while (the only time window here: it can only let the defect
+ * show) before A publishes and loses.
+ */
+static sem_t made_in, made_go;
+static bool made_held;     /* A's scheduler was held (atomic) */
+static pthread_t made_thread; /* A's thread: written before made_in */
+static tpe_t *made_pool;
+
+static void
+made_hook(bool started)
+{
+	if (!started) {
+		if (__atomic_exchange_n(&made_held, true, __ATOMIC_SEQ_CST))
+			return; /* B's scheduler */
+		made_thread = pthread_self();
+		sem_post(&made_in);
+		(void)tu_sem_wait_for(&made_go, TU_WAIT_BOUND);
+		return;
+	}
+	if (!pthread_equal(pthread_self(), made_thread))
+		return; /* B's */
+	/* A's timer runs now: the debt must stay B's. */
+	(void)TU_EVENTUALLY(!tpe__sched_owes(&made_pool->sched_hook),
+	    100 * TU_MS * tu_time_scale());
+}
+
+static void *
+first_schedule_main(void *arg)
+{
+	*(int *)arg = tpe_schedule(made_pool, noop_fn, NULL, 3600 * TU_S,
+	    NULL);
+	return NULL;
+}
+
+static void
+test_sched_losing_scheduler_touches_nothing(void **state)
+{
+	pthread_t th;
+	tpe_future_t *f;
+	int rc_a = -1;
+	tpe_t *p = default_pool(0);
+
+	(void)state;
+	made_pool = p;
+	made_held = false;
+	assert_int_equal(sem_init(&made_in, 0, 0), 0);
+	assert_int_equal(sem_init(&made_go, 0, 0), 0);
+	tpe__sched_made_hook = made_hook;
+	assert_int_equal(pthread_create(&th, NULL, first_schedule_main,
+	    &rc_a), 0);
+	assert_true(tu_sem_wait_for(&made_in, TU_WAIT_BOUND));
+	/* B: the second call makes its own scheduler and publishes it. */
+	assert_int_equal(tpe_schedule(p, noop_fn, NULL, 3600 * TU_S, &f), 0);
+	assert_int_equal(tpe_shutdown(p), 0);
+	assert_true(tpe__sched_owes(&p->sched_hook));
+	/* A: its timer starts, then it loses the race (ECANCELED: the
+	 * winner is shut down). */
+	sem_post(&made_go);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	tpe__sched_made_hook = NULL;
+	assert_int_equal(rc_a, ECANCELED);
+	assert_true(tpe__sched_owes(&p->sched_hook));
+	assert_false(tpe_is_terminated(p));
+	/* Cancelled, the owed task leaves the timer: the debt ends, and so
+	 * does the pool. */
+	assert_int_equal(tpe_future_cancel(f), 0);
+	assert_int_equal(tpe_await_termination(p, 30 * TU_S), 0);
+	tpe_future_release(f);
+	assert_int_equal(tpe_destroy(p), 0);
+	sem_destroy(&made_in);
+	sem_destroy(&made_go);
+}
+
 /* tpe_wait_idle counts a scheduled task whose delay has passed as queued
  * work (held in the timer here), and not one still ahead. */
 static void
@@ -2174,6 +2256,7 @@ main(void)
 		cmocka_unit_test(test_sched_shutdown_now_hands_back_after_shutdown),
 		cmocka_unit_test(
 		    test_sched_shutdown_now_continuation_outside_lock),
+		cmocka_unit_test(test_sched_losing_scheduler_touches_nothing),
 		cmocka_unit_test(test_sched_fixed_rate_keeps_rate),
 		cmocka_unit_test(test_sched_refused_retry_paced),
 		cmocka_unit_test(test_sched_drop_delayed_keeps_due),

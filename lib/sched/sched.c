@@ -112,6 +112,11 @@ struct tpe__sched {
 				      * back (the shutdown hooks wait, so
 				      * that the pool terminates after) */
 	bool quit;                   /* S: the timer thread must leave */
+	bool live;                   /* S: published in the hook (get_sched
+				      * won its CAS); until then the timer
+				      * waits and touches nothing the hook
+				      * shares: a scheduler that lost the
+				      * race is stopped unseen */
 	pthread_t thread;            /* I */
 	struct tpe__sched_hook *h;   /* I */
 	unsigned fork_gen;           /* I */
@@ -119,6 +124,7 @@ struct tpe__sched {
 
 int64_t (*tpe__sched_clock_hook)(void);
 void (*tpe__sched_timer_hook)(bool holding);
+void (*tpe__sched_made_hook)(bool started);
 
 static const struct tpe__future_sched sched_future_ops, released_ops;
 static struct tpe__sched closed_sched; /* only its address is used */
@@ -545,6 +551,12 @@ timer_main(void *arg)
 
 	tpe__thread_set_name("tpe-timer");
 	tpe__mutex_lock(&s->lock);
+	/* Not before get_sched published s: a loser of its race runs no
+	 * loop, whose owes_locked would store this scheduler's debt (none)
+	 * over the winner's in the shared hook, and let a shut-down pool
+	 * terminate while the winner still holds tasks it owes. */
+	while (!s->live && !s->quit)
+		tpe__cond_wait_until(&s->timer_cond, &s->lock, INT64_MAX);
 	while (!s->quit && !s->stop) {
 		struct sched_task *r;
 		int64_t now;
@@ -668,8 +680,12 @@ get_sched(struct tpe__sched_hook *h, struct tpe__sched **sp)
 	s->h = h;
 	s->fork_gen = tpe__fork_gen();
 	rc = heap_reserve_locked(s); /* not shared yet */
+	if (rc == 0 && tpe__sched_made_hook != NULL)
+		tpe__sched_made_hook(false);
 	if (rc == 0)
 		rc = tpe__thread_create(&s->thread, NULL, timer_main, s);
+	if (rc == 0 && tpe__sched_made_hook != NULL)
+		tpe__sched_made_hook(true);
 	if (rc != 0) {
 		sched_free(s);
 		return rc == ENOMEM ? ENOMEM : EAGAIN;
@@ -681,6 +697,12 @@ get_sched(struct tpe__sched_hook *h, struct tpe__sched **sp)
 		if (expected == SCHED_CLOSED)
 			return ECANCELED; /* a shutdown came first */
 		s = expected;
+	} else {
+		/* Published: its timer may begin. */
+		tpe__mutex_lock(&s->lock);
+		s->live = true;
+		tpe__cond_signal(&s->timer_cond);
+		tpe__mutex_unlock(&s->lock);
 	}
 	*sp = s;
 	return 0;

@@ -150,10 +150,14 @@ tpe__sched_admits(int state, tpe_fn fn)
  * due"; the timer still sleeps on CLOCK_MONOTONIC), and a hook the timer
  * calls without its lock when heap[0] is due: first with holding false
  * (the task still pending), then with holding true (taken out, about to
- * enter the pool; a shutdown waits for it).
+ * enter the pool; a shutdown waits for it). The made hook is called by
+ * the first schedule of a pool with its new scheduler, before it publishes
+ * it in the hook (a race with another first schedule, which may win):
+ * with started false before its timer thread starts, then true after.
  */
 extern int64_t (*tpe__sched_clock_hook)(void);
 extern void (*tpe__sched_timer_hook)(bool holding);
+extern void (*tpe__sched_made_hook)(bool started);
 
 /*
  * The work of the four public calls (lib/pool/schedule.c checks the pool,
