@@ -84,7 +84,8 @@ ci_check "long run, $long_run_tasks tasks (ASan+UBSan)" $?
 # sanitizer's shadow memory. Compiled here in one command, against the
 # configured config.h.
 echo "== chaos: tests/limits, uninstrumented"
-if gcc -std=gnu11 -O1 -pthread -I"$build" -Iinclude -Ilib -o "$build/limits-plain" \
+if gcc -std=gnu11 -O1 -pthread -I"$build" -include "$build/config.h" \
+    -Iinclude -Ilib -o "$build/limits-plain" \
     lib/*/*.c tests/limits.c -Wl,--wrap=pthread_create >"$build/plain.log" 2>&1
 then
 	timeout -k 10 300 bash tests/limits.sh "$build/limits-plain" \
